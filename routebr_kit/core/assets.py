@@ -1,0 +1,356 @@
+"""Loaders for the frozen assets and the benchmark cases.
+
+Reads the published CSV schemas (``catalog.csv``, ``boundary_rules.csv``, ``entity_catalog.csv``, the cases CSV
+with its JSON columns) and the kit's own registry format.  Every malformed input raises one
+:class:`~routebr_kit.core.errors.DataError` naming the file, the 1-based line, the field and what was expected —
+never a raw ``KeyError``, ``TypeError`` or ``JSONDecodeError``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
+
+from .controller import Controller, ControllerOptions
+from .errors import DataError, ErrorCode
+from .hashing import sha256_bytes
+from .records import (
+    Boundary,
+    Case,
+    Catalog,
+    CatalogAction,
+    Entity,
+    Gold,
+    ObjectDifficulty,
+    Registry,
+    RouteRequest,
+    RuntimeState,
+    Split,
+)
+from .rules import PolicyEngine, Rule, rule
+
+E = TypeVar("E")
+
+CATALOG_COLUMNS = ("action_id", "service_name", "description", "required_object_types")
+RULE_COLUMNS = ("rule_id", "priority", "applies_to", "condition_json", "decision")
+PUBLISHED_REGISTRY_COLUMNS = ("object_id", "exchange", "security_code", "official_short_name", "asset_group",
+                              "source_url", "source_effective_date", "verified_on")
+KIT_REGISTRY_COLUMNS = ("object_id", "object_type", "display_name", "aliases")
+CASE_COLUMNS = ("case_id", "split", "pair_id", "scenario_cell", "utterance", "history_json", "runtime_context_json",
+                "candidate_entities_json", "gold_cues_json", "gold_action", "gold_object_difficulty",
+                "gold_object_id", "gold_boundary", "gold_final_path", "gold_rule_ids_json")
+CASE_REQUIRED_VALUES = ("case_id", "split", "scenario_cell", "utterance", "runtime_context_json",
+                        "candidate_entities_json", "gold_cues_json", "gold_action", "gold_object_difficulty",
+                        "gold_boundary", "gold_final_path", "gold_rule_ids_json")
+
+
+# --------------------------------------------------------------------------------------------- CSV reading
+
+
+@dataclass(frozen=True, slots=True)
+class CsvTable:
+    """A parsed CSV file: its header, its records (with the 1-based line each starts on) and its SHA-256."""
+
+    path: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[int, Mapping[str, str]], ...]
+    sha256: str
+
+
+def read_csv(path: str | Path, required: Sequence[str]) -> CsvTable:
+    """Read a UTF-8 CSV (BOM and CRLF tolerated), checking the header and the shape of every record."""
+    name = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise DataError(ErrorCode.FILE_NOT_FOUND, "an existing file", file=name) from None
+    except OSError as exc:
+        raise DataError(ErrorCode.FILE_UNREADABLE, "a readable file", file=name, detail=str(exc)) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataError(ErrorCode.FILE_UNREADABLE, "UTF-8 text", file=name, detail=str(exc)) from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise DataError(ErrorCode.EMPTY_FILE, "a header line", file=name, line=1) from None
+    except csv.Error as exc:
+        raise DataError(ErrorCode.ROW_SHAPE, "well-formed CSV", file=name, line=1, detail=str(exc)) from None
+    header = [h.strip() for h in header]
+    for column in required:
+        if column not in header:
+            raise DataError(ErrorCode.MISSING_COLUMN, f"a column named {column!r}", file=name, line=1,
+                            field=column, got=header)
+    rows = []
+    start = reader.line_num + 1
+    try:
+        for record in reader:
+            line, start = start, reader.line_num + 1
+            if not record or all(not cell.strip() for cell in record):
+                continue
+            if len(record) != len(header):
+                raise DataError(ErrorCode.ROW_SHAPE, f"{len(header)} fields", file=name, line=line,
+                                got=f"{len(record)} fields")
+            rows.append((line, MappingProxyType(dict(zip(header, record)))))
+    except csv.Error as exc:
+        raise DataError(ErrorCode.ROW_SHAPE, "well-formed CSV", file=name, line=start, detail=str(exc)) from None
+    return CsvTable(name, tuple(header), tuple(rows), sha256_bytes(data))
+
+
+class _Row:
+    """Typed field access for one CSV record; every failure is a located DataError."""
+
+    __slots__ = ("file", "line", "values")
+
+    def __init__(self, file: str, line: int, values: Mapping[str, str]) -> None:
+        self.file, self.line, self.values = file, line, values
+
+    def error(self, code: ErrorCode, expected: str, field: str, got: Any = None, detail: str | None = None):
+        return DataError(code, expected, file=self.file, line=self.line, field=field, got=got, detail=detail)
+
+    def text(self, field: str, *, required: bool = True) -> str:
+        value = (self.values.get(field) or "").strip()
+        if required and not value:
+            raise self.error(ErrorCode.EMPTY_VALUE, "a non-empty value", field)
+        return value
+
+    def integer(self, field: str) -> int:
+        value = self.text(field)
+        try:
+            return int(value)
+        except ValueError:
+            raise self.error(ErrorCode.INVALID_INTEGER, "an integer", field, value) from None
+
+    def enum(self, field: str, enum_type: Callable[[str], E], choices: Sequence[str]) -> E:
+        value = self.text(field)
+        try:
+            return enum_type(value)
+        except ValueError:
+            raise self.error(ErrorCode.UNKNOWN_ENUM, "one of " + ", ".join(choices), field, value) from None
+
+    def json(self, field: str, expected: type, *, required: bool = True, default: Any = None) -> Any:
+        raw = self.text(field, required=required)
+        if not raw:
+            return default
+        try:
+            value = json.loads(raw)
+        except ValueError as exc:
+            raise self.error(ErrorCode.INVALID_JSON, f"valid JSON ({expected.__name__})", field,
+                             detail=str(exc)) from None
+        except RecursionError:
+            raise self.error(ErrorCode.INVALID_JSON, "valid JSON", field, detail="nesting too deep") from None
+        if not isinstance(value, expected):
+            raise self.error(ErrorCode.WRONG_TYPE, f"a JSON {_json_name(expected)}", field, value)
+        return value
+
+    def tokens(self, field: str, *, required: bool = True) -> tuple[str, ...]:
+        """A ``|``-separated list of non-empty tokens."""
+        raw = self.text(field, required=required)
+        if not raw:
+            return ()
+        items = tuple(t.strip() for t in raw.split("|"))
+        if any(not t for t in items):
+            raise self.error(ErrorCode.INVALID_VALUE, "'|'-separated non-empty tokens", field, raw)
+        return items
+
+
+def _json_name(kind: type) -> str:
+    return {list: "array", dict: "object", str: "string"}.get(kind, kind.__name__)
+
+
+def _rows(table: CsvTable) -> Iterator[_Row]:
+    for line, values in table.rows:
+        yield _Row(table.path, line, values)
+
+
+def _unique(row: _Row, field: str, value: str, seen: dict[str, int]) -> None:
+    if value in seen:
+        raise row.error(ErrorCode.DUPLICATE_ID, f"a unique {field}", field, value,
+                        detail=f"first seen on line {seen[value]}")
+    seen[value] = row.line
+
+
+# --------------------------------------------------------------------------------------------- assets
+
+
+def load_catalog(path: str | Path) -> Catalog:
+    """The closed service catalog (published ``catalog.csv`` schema)."""
+    table = read_csv(path, CATALOG_COLUMNS)
+    actions, seen = [], {}
+    boundary_names = [b.value for b in Boundary]
+    for row in _rows(table):
+        action_id = row.text("action_id")
+        _unique(row, "action_id", action_id, seen)
+        allowed = []
+        for token in row.tokens("allowed_boundary_states", required=False):
+            if token not in boundary_names:
+                raise row.error(ErrorCode.UNKNOWN_ENUM, "'|'-separated boundary names (" + "|".join(boundary_names)
+                                + ")", "allowed_boundary_states", token)
+            allowed.append(Boundary(token))
+        actions.append(CatalogAction(
+            action_id=action_id,
+            service_name=row.text("service_name"),
+            description=row.text("description", required=False),
+            required_object_types=row.tokens("required_object_types"),
+            allowed_boundaries=tuple(allowed) or tuple(Boundary),
+            interface_version=row.text("interface_version", required=False) or "v1",
+        ))
+    if not actions:
+        raise DataError(ErrorCode.EMPTY_CATALOG, "at least one catalog action", file=table.path)
+    return Catalog(tuple(actions), table.sha256)
+
+
+def load_rules(path: str | Path, catalog: Catalog) -> PolicyEngine:
+    """The boundary-rule program (published ``boundary_rules.csv`` schema), validated against ``catalog``."""
+    table = read_csv(path, RULE_COLUMNS)
+    rules: list[Rule] = []
+    seen: dict[str, int] = {}
+    lines: dict[str, int] = {}
+    for row in _rows(table):
+        rule_id = row.text("rule_id")
+        _unique(row, "rule_id", rule_id, seen)
+        lines[rule_id] = row.line
+        priority = row.integer("priority")
+        applies_to = row.tokens("applies_to")
+        condition = row.json("condition_json", dict)
+        decision = row.enum("decision", Boundary, [b.value for b in Boundary])
+        try:
+            rules.append(rule(rule_id, priority, applies_to, condition, decision,
+                              row.text("version", required=False) or "v1",
+                              row.text("explanation", required=False)))
+        except DataError as exc:
+            raise exc.at(file=table.path, line=row.line) from None
+    try:
+        return PolicyEngine(rules, catalog.ids, sha256=table.sha256)
+    except DataError as exc:
+        culprit = exc.detail.removeprefix("rule ") if exc.detail and exc.detail.startswith("rule ") else None
+        raise exc.at(file=table.path, line=lines.get(culprit or "")) from None
+
+
+def load_registry(path: str | Path) -> Registry:
+    """The entity registry: the published ``entity_catalog.csv`` or the kit's own format.
+
+    Kit format columns: ``object_id, object_type, display_name, aliases`` (``|``-separated) and any number of
+    attribute columns (exchange, security_code, asset_group, language, ...).  Published format: every row is an
+    ``ETF`` whose display name is ``official_short_name`` and whose alias is its ``security_code``.
+    """
+    table = read_csv(path, ("object_id",))
+    kit = "display_name" in table.header
+    for column in KIT_REGISTRY_COLUMNS if kit else PUBLISHED_REGISTRY_COLUMNS:
+        if column not in table.header:
+            raise DataError(ErrorCode.MISSING_COLUMN, f"a column named {column!r}", file=table.path, line=1,
+                            field=column, got=list(table.header))
+    entities, seen = [], {}
+    for row in _rows(table):
+        object_id = row.text("object_id")
+        _unique(row, "object_id", object_id, seen)
+        try:
+            entity = _registry_entity(row, object_id, kit)
+        except DataError as exc:
+            raise exc.at(file=row.file, line=row.line, field="object_id") from None
+        entities.append(entity)
+    return Registry(tuple(entities), table.sha256)
+
+
+def _registry_entity(row: _Row, object_id: str, kit: bool) -> Entity:
+    if kit:
+        core = set(KIT_REGISTRY_COLUMNS)
+        return Entity(object_id, row.text("object_type"), row.text("display_name"),
+                      row.tokens("aliases", required=False),
+                      MappingProxyType({k: v for k, v in row.values.items() if k not in core}))
+    attrs = {k: row.text(k) for k in PUBLISHED_REGISTRY_COLUMNS[1:]}
+    return Entity(object_id, "ETF", attrs["official_short_name"], (attrs["security_code"],), MappingProxyType(attrs))
+
+
+# --------------------------------------------------------------------------------------------- cases
+
+
+def load_cases(path: str | Path) -> tuple[Case, ...]:
+    """Benchmark cases in the published schema (JSON columns parsed and type-checked)."""
+    table = read_csv(path, CASE_COLUMNS)
+    cases, seen = [], {}
+    for row in _rows(table):
+        for field in CASE_REQUIRED_VALUES:
+            row.text(field)
+        case_id = row.text("case_id")
+        _unique(row, "case_id", case_id, seen)
+        cases.append(_case(row, case_id))
+    return tuple(cases)
+
+
+def _case(row: _Row, case_id: str) -> Case:
+    history = row.json("history_json", list, required=False, default=[])
+    if not all(isinstance(h, str) for h in history):
+        raise row.error(ErrorCode.WRONG_TYPE, "a JSON array of strings", "history_json", history)
+    state = row.json("runtime_context_json", dict)
+    candidates = tuple(_entity(row, i, item)
+                       for i, item in enumerate(row.json("candidate_entities_json", list)))
+    cues = row.json("gold_cues_json", list)
+    if not all(isinstance(c, dict) for c in cues):
+        raise row.error(ErrorCode.WRONG_TYPE, "a JSON array of objects", "gold_cues_json", cues)
+    rule_ids = row.json("gold_rule_ids_json", list)
+    if not all(isinstance(r, str) and r for r in rule_ids):
+        raise row.error(ErrorCode.WRONG_TYPE, "a JSON array of rule-ID strings", "gold_rule_ids_json", rule_ids)
+    gold = Gold(
+        action=row.text("gold_action"),
+        object_difficulty=row.enum("gold_object_difficulty", ObjectDifficulty, [d.value for d in ObjectDifficulty]),
+        object_id=row.text("gold_object_id", required=False) or "NONE",
+        boundary=row.enum("gold_boundary", Boundary, [b.value for b in Boundary]),
+        final_path=row.text("gold_final_path"),
+        rule_ids=tuple(rule_ids),
+        cues=tuple(MappingProxyType(c) for c in cues),
+    )
+    split_raw = row.text("split").upper()
+    try:
+        split = Split(split_raw)
+    except ValueError:
+        raise row.error(ErrorCode.UNKNOWN_ENUM, "one of " + ", ".join(s.value for s in Split), "split",
+                        split_raw) from None
+    request = RouteRequest(case_id, row.text("utterance"), tuple(history), RuntimeState(state), candidates)
+    return Case(request, split, gold, row.text("pair_id", required=False), row.text("scenario_cell"), row.line)
+
+
+def _entity(row: _Row, index: int, item: Any) -> Entity:
+    field = "candidate_entities_json"
+    where = f"candidate #{index + 1}"
+    if not isinstance(item, dict):
+        raise row.error(ErrorCode.WRONG_TYPE, "a JSON object per candidate", field, item, where)
+    for key in ("object_id", "object_type", "display_name"):
+        if not isinstance(item.get(key), str) or not item[key]:
+            raise row.error(ErrorCode.WRONG_TYPE, f"a non-empty string {key!r}", field, item.get(key), where)
+    aliases = item.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        raise row.error(ErrorCode.WRONG_TYPE, "'aliases' as a JSON array of strings", field, aliases, where)
+    extra = {k: str(v) for k, v in item.items() if k not in ("object_id", "object_type", "display_name", "aliases")}
+    try:
+        return Entity(item["object_id"], item["object_type"], item["display_name"], tuple(aliases),
+                      MappingProxyType(extra))
+    except DataError as exc:
+        raise exc.at(file=row.file, line=row.line, field=field) from None
+
+
+# --------------------------------------------------------------------------------------------- bundles
+
+
+@dataclass(frozen=True, slots=True)
+class Assets:
+    """Catalog, rule program and (optionally) registry loaded together."""
+
+    catalog: Catalog
+    policy: PolicyEngine
+    registry: Registry | None = None
+
+    def controller(self, options: ControllerOptions | None = None) -> Controller:
+        return Controller(self.catalog, self.policy, options,
+                          registry_sha256=self.registry.sha256 if self.registry else "")
+
+
+def load_assets(catalog: str | Path, rules: str | Path, registry: str | Path | None = None) -> Assets:
+    cat = load_catalog(catalog)
+    return Assets(cat, load_rules(rules, cat), load_registry(registry) if registry is not None else None)

@@ -1,0 +1,456 @@
+"""The RouteBR controller — the paper's Algorithm 1.
+
+One proposal call; the contract (at most one format-only repair that may not change the proposal's identifiers,
+then the configured fail-closed terminal); commitment to the primary action (``topk[1:]`` is diagnostic only);
+the state gate (first-match rules on runtime state); the object gate (``UNRESOLVED`` → CLARIFY); and finally
+``DISPATCH(action, object)`` or a bounded terminal, as an immutable :class:`Decision` with a replayable trace.
+
+The same algorithm runs three ways: :meth:`Controller.aroute` (async, with a backend), :meth:`Controller.route`
+(sync wrapper) and :meth:`Controller.decide` (stored outputs, no backend — replay and the A-state / A-ground
+interventions).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from dataclasses import dataclass, replace
+from typing import Any, Mapping
+
+from .aio import run_sync
+from .calls import Backend, BackendFailure, FailureKind, ModelCall, ModelReply
+from .contract import PROPOSAL_SCHEMA, ContractResult, check_proposal, clean_proposal, guard_repair, repair_payload
+from .errors import ContractError, DataError, ErrorCode, short_repr
+from .records import (
+    NONE,
+    UNRESOLVED,
+    AssetHashes,
+    Boundary,
+    Catalog,
+    ObjectResolution,
+    Proposal,
+    ReasonCode,
+    RouteRequest,
+    Stage,
+    System,
+    Terminal,
+    final_path_of,
+    strict_path_of,
+)
+from .rules import PolicyEngine, Rule
+
+#: The contract flags sent with every proposal payload (the published shape).
+CONTRACT_FLAGS = {
+    "primary_action_only": True,
+    "lower_ranked_candidates_are_diagnostic_only": True,
+    "object_ids_are_closed_list": True,
+}
+
+
+
+class _Sentinel(enum.Enum):
+    NO_REPAIR = "NO_REPAIR"
+
+
+#: ``decide(..., repair_output=NO_REPAIR)``: no repair output was recorded.
+NO_REPAIR = _Sentinel.NO_REPAIR
+
+_FAILURE_REASON = {
+    FailureKind.TIMEOUT: ReasonCode.FAIL_CLOSED_BACKEND_TIMEOUT,
+    FailureKind.MODEL_IDENTITY: ReasonCode.FAIL_CLOSED_MODEL_IDENTITY,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerOptions:
+    """Configuration of one controller.  ``enforce_state=False`` is A-state, ``enable_grounding=False`` A-ground."""
+
+    fallback: Terminal = Terminal.CLARIFY
+    enforce_state: bool = True
+    enable_grounding: bool = True
+    repair: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.fallback, Terminal):
+            raise DataError(ErrorCode.UNKNOWN_ENUM, "a Terminal", got=self.fallback, field="fallback")
+        if self.fallback is Terminal.DISPATCH:
+            raise DataError(ErrorCode.DISPATCH_FALLBACK, "a bounded fail-closed terminal (not DISPATCH)",
+                            got="DISPATCH", field="fallback")
+
+    @classmethod
+    def for_system(cls, system: System | str, **overrides: Any) -> "ControllerOptions":
+        system = System(system)
+        if not system.uses_controller:
+            raise DataError(ErrorCode.INVALID_VALUE, "routebr, a_state or a_ground", got=system.value,
+                            field="system")
+        base = {System.A_STATE: {"enforce_state": False}, System.A_GROUND: {"enable_grounding": False}}
+        return cls(**{**base.get(system, {}), **overrides})
+
+
+class TraceStep(str, enum.Enum):
+    PROPOSE = "PROPOSE"
+    VALIDATE = "VALIDATE"
+    REPAIR = "REPAIR"
+    COMMIT = "COMMIT"
+    STATE_GATE = "STATE_GATE"
+    OBJECT_GATE = "OBJECT_GATE"
+    EMIT = "EMIT"
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEvent:
+    step: TraceStep
+    outcome: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionContext:
+    """What a controller adds to each of its decisions: the asset hashes and its options (shared, not copied)."""
+
+    hashes: AssetHashes
+    options: ControllerOptions
+
+
+@dataclass(frozen=True, slots=True)
+class ContractLog:
+    """Everything irregular before a proposal was accepted.  Absent (``None``) on a clean first pass."""
+
+    first_errors: tuple[ContractError, ...] = ()
+    repair_attempted: bool = False
+    repair_output: Any = None
+    repair_errors: tuple[ContractError, ...] = ()
+    failure: BackendFailure | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The controller's result for one request: what it emitted, why, and everything needed to replay it."""
+
+    request_id: str
+    terminal: Terminal
+    action_id: str
+    object_id: str
+    reason: ReasonCode
+    context: DecisionContext
+    proposal: Proposal | None = None
+    rule: Rule | None = None
+    object_resolution: ObjectResolution = ObjectResolution.NOT_EVALUATED
+    first_output: Any = None
+    log: ContractLog | None = None
+
+    # ---- derived views (never stored, so they cannot disagree with the facts above)
+    @property
+    def hashes(self) -> AssetHashes:
+        return self.context.hashes
+
+    @property
+    def options(self) -> ControllerOptions:
+        return self.context.options
+
+    @property
+    def first_errors(self) -> tuple[ContractError, ...]:
+        return self.log.first_errors if self.log else ()
+
+    @property
+    def repair_attempted(self) -> bool:
+        return self.log.repair_attempted if self.log else False
+
+    @property
+    def repair_output(self) -> Any:
+        return self.log.repair_output if self.log else None
+
+    @property
+    def repair_errors(self) -> tuple[ContractError, ...]:
+        return self.log.repair_errors if self.log else ()
+
+    @property
+    def failure(self) -> BackendFailure | None:
+        return self.log.failure if self.log else None
+
+    @property
+    def errors(self) -> tuple[ContractError, ...]:
+        return self.first_errors + self.repair_errors
+
+    @property
+    def dispatched(self) -> bool:
+        return self.terminal is Terminal.DISPATCH
+
+    @property
+    def final_path(self) -> str:
+        """The action on DISPATCH, else ``T_<TERMINAL>`` (the published scoring path)."""
+        return final_path_of(self.terminal, self.action_id)
+
+    @property
+    def strict_path(self) -> str:
+        """``action@object`` on DISPATCH, else ``T_<TERMINAL>`` (the paper's object-aware path)."""
+        return strict_path_of(self.terminal, self.action_id, self.object_id)
+
+    @property
+    def boundary(self) -> str:
+        """``ALLOW`` on DISPATCH, else the terminal (the published ``pred_boundary``)."""
+        return "ALLOW" if self.terminal is Terminal.DISPATCH else self.terminal.value
+
+    @property
+    def fallback(self) -> bool:
+        return self.reason.fail_closed
+
+    @property
+    def first_pass_valid(self) -> bool:
+        """The first output was accepted as it came (no repair, no backend failure)."""
+        return self.log is None or (not self.log.repair_attempted and self.log.failure is None
+                                    and not self.log.first_errors)
+
+    @property
+    def valid(self) -> bool:
+        """Accepted after at most one repair (the published ``valid_json``)."""
+        return self.proposal is not None
+
+    @property
+    def repair_count(self) -> int:
+        return int(self.repair_attempted)
+
+    @property
+    def calls(self) -> int:
+        return 1 + self.repair_count
+
+    @property
+    def rule_id(self) -> str | None:
+        return self.rule.rule_id if self.rule else None
+
+    @property
+    def topk(self) -> tuple[str, ...]:
+        return self.proposal.topk if self.proposal else ()
+
+    @property
+    def legacy_reason_codes(self) -> list[str]:
+        """The published ``reason_codes`` list (a code plus, for gate outcomes, the rule ID)."""
+        codes = [self.reason.legacy]
+        if self.rule is not None and self.reason in (ReasonCode.BOUNDARY_TERMINAL, ReasonCode.DISPATCH_OK,
+                                                     ReasonCode.DISPATCH_STATE_NOT_ENFORCED):
+            codes.append(self.rule.rule_id)
+        return codes
+
+    def trace(self) -> tuple[TraceEvent, ...]:
+        """The decision as an ordered list of steps (derived from the record, so it always agrees with it)."""
+        return _trace_of(self)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready record (raw outputs kept; used by receipts and reports)."""
+        return {
+            "request_id": self.request_id,
+            "terminal": self.terminal.value,
+            "action_id": self.action_id,
+            "object_id": self.object_id,
+            "final_path": self.final_path,
+            "strict_path": self.strict_path,
+            "boundary": self.boundary,
+            "reason": self.reason.value,
+            "legacy_reason_codes": self.legacy_reason_codes,
+            "rule": None if self.rule is None else {"rule_id": self.rule.rule_id, "decision": self.rule.decision.value,
+                                                    "priority": self.rule.priority, "version": self.rule.version},
+            "gate_enforced": self.options.enforce_state,
+            "grounding_enabled": self.options.enable_grounding,
+            "object_resolution": self.object_resolution.value,
+            "proposal": None if self.proposal is None else self.proposal.as_dict(),
+            "first_output": _jsonable(self.first_output),
+            "repair_output": _jsonable(self.repair_output),
+            "repair_attempted": self.repair_attempted,
+            "first_pass_valid": self.first_pass_valid,
+            "fallback": self.fallback,
+            "errors": [e.as_dict() for e in self.errors],
+            "failure": None if self.failure is None else self.failure.as_dict(),
+            "hashes": self.hashes.as_dict(),
+            "trace": [{"step": t.step.value, "outcome": t.outcome, "detail": t.detail} for t in self.trace()],
+        }
+
+
+class Controller:
+    """Deterministic pre-response routing over a closed catalog, a rule program and a request's entity list."""
+
+    __slots__ = ("catalog", "policy", "options", "hashes", "_context")
+
+    def __init__(self, catalog: Catalog, policy: PolicyEngine, options: ControllerOptions | None = None, *,
+                 registry_sha256: str = "") -> None:
+        if not isinstance(catalog, Catalog) or len(catalog) == 0:
+            raise DataError(ErrorCode.EMPTY_CATALOG, "a non-empty Catalog", got=catalog)
+        if not isinstance(policy, PolicyEngine):
+            raise DataError(ErrorCode.WRONG_TYPE, "a PolicyEngine", got=policy)
+        if not policy.covers(catalog.ids):
+            raise DataError(ErrorCode.INCONSISTENT_ASSETS, "a rule program built for this catalog",
+                            got=list(catalog.ids), field="catalog")
+        options = options if options is not None else ControllerOptions()
+        if not isinstance(options, ControllerOptions):
+            raise DataError(ErrorCode.WRONG_TYPE, "ControllerOptions", got=options, field="options")
+        self.catalog = catalog
+        self.policy = policy
+        self.options = options
+        self.hashes = AssetHashes(catalog.sha256, policy.sha256, registry_sha256)
+        self._context = DecisionContext(self.hashes, options)
+
+    def with_options(self, **changes: Any) -> "Controller":
+        """A controller over the same assets with some options changed (e.g. ``enforce_state=False``)."""
+        return Controller(self.catalog, self.policy, replace(self.options, **changes),
+                          registry_sha256=self.hashes.registry)
+
+    # ------------------------------------------------------------------------------------------ payloads
+    def proposal_payload(self, request: RouteRequest) -> dict[str, Any]:
+        """What the proposal model sees: request, history, catalog, entities, contract — never state or rules."""
+        return {
+            "request": request.utterance,
+            "history": list(request.history),
+            "catalog": self.catalog.prompt_view(),
+            "entities": [e.prompt_view() for e in request.candidates],
+            "contract": dict(CONTRACT_FLAGS),
+        }
+
+    # ------------------------------------------------------------------------------------------ drivers
+    async def aroute(self, request: RouteRequest, backend: Backend) -> Decision:
+        """Algorithm 1 with a live (or simulated, or scripted) backend."""
+        payload = self.proposal_payload(request)
+        first = await _ask(backend, ModelCall(request.request_id, Stage.ROUTEBR, payload))
+        if first.failure is not None:
+            return self._fail_closed(request, _failure_reason(first.failure), None, ContractLog(failure=first.failure))
+        checked = check_proposal(first.content, self.catalog, request.candidate_index)
+        if checked.ok or not self.options.repair:
+            return self._accept(request, first.content, checked)
+        call = ModelCall(request.request_id, Stage.REPAIR_ROUTEBR,
+                         repair_payload(Stage.ROUTEBR, first.content, checked.errors, payload, PROPOSAL_SCHEMA))
+        second = await _ask(backend, call)
+        if second.failure is not None:
+            return self._fail_closed(request, _failure_reason(second.failure), first.content,
+                                     ContractLog(checked.errors, True, None, (), second.failure))
+        return self._after_repair(request, first.content, checked, second.content)
+
+    def route(self, request: RouteRequest, backend: Backend) -> Decision:
+        """Synchronous :meth:`aroute` (also safe inside Jupyter's running event loop)."""
+        return run_sync(self.aroute(request, backend))
+
+    def decide(self, request: RouteRequest, first_output: Any, repair_output: Any = NO_REPAIR) -> Decision:
+        """Algorithm 1 on stored outputs, without a backend.
+
+        ``first_output`` is the first-pass model output (a JSON string or an already-parsed object);
+        ``repair_output`` the recorded repair output, if there was one.  An invalid first pass with no recorded
+        repair fails closed.
+        """
+        if type(first_output) is dict:
+            proposal = clean_proposal(first_output, self.catalog, request.candidate_index)
+            if proposal is not None:
+                return self._commit(request, proposal, first_output, None)
+        checked = check_proposal(first_output, self.catalog, request.candidate_index)
+        if checked.ok or not self.options.repair or repair_output is NO_REPAIR:
+            return self._accept(request, first_output, checked)
+        return self._after_repair(request, first_output, checked, repair_output)
+
+    # ------------------------------------------------------------------------------------------ steps
+    def _accept(self, request: RouteRequest, first_output: Any, checked: ContractResult) -> Decision:
+        if checked.proposal is None:
+            return self._fail_closed(request, ReasonCode.FAIL_CLOSED_INVALID_OUTPUT, first_output,
+                                     ContractLog(checked.errors))
+        return self._commit(request, checked.proposal, first_output, None)
+
+    def _after_repair(self, request: RouteRequest, first_output: Any, first: ContractResult,
+                      repaired_output: Any) -> Decision:
+        repaired = check_proposal(repaired_output, self.catalog, request.candidate_index)
+        changed = guard_repair(first, repaired)
+        if changed or not repaired.ok:
+            reason = (ReasonCode.FAIL_CLOSED_REPAIR_CHANGED_PROPOSAL if changed
+                      else ReasonCode.FAIL_CLOSED_INVALID_OUTPUT)
+            return self._fail_closed(request, reason, first_output,
+                                     ContractLog(first.errors, True, repaired_output, changed or repaired.errors))
+        return self._commit(request, repaired.proposal, first_output,  # type: ignore[arg-type]
+                            ContractLog(first.errors, True, repaired_output))
+
+    def _commit(self, request: RouteRequest, proposal: Proposal, first_output: Any,
+                log: ContractLog | None) -> Decision:
+        """Primary commitment, state gate, object gate.  ``proposal.topk[1:]`` is never consulted."""
+        options = self.options
+        action_id, object_id = proposal.action_id, proposal.object_id
+        rule = self.policy.evaluate(action_id, request.state.values)
+        blocked = rule.decision is not Boundary.ALLOW
+        if blocked and options.enforce_state:
+            return Decision(request.request_id, _TERMINAL_OF[rule.decision], action_id, object_id,
+                            ReasonCode.BOUNDARY_TERMINAL, self._context, proposal, rule,
+                            ObjectResolution.NOT_EVALUATED, first_output, log)
+        dispatch_reason = ReasonCode.DISPATCH_STATE_NOT_ENFORCED if blocked else ReasonCode.DISPATCH_OK
+        if not self.catalog.index[action_id].requires_object:
+            terminal, reason, resolution = Terminal.DISPATCH, dispatch_reason, ObjectResolution.NOT_REQUIRED
+        elif not options.enable_grounding:
+            terminal, reason, resolution = (Terminal.CLARIFY, ReasonCode.OBJECT_GROUNDING_DISABLED,
+                                            ObjectResolution.GROUNDING_DISABLED)
+            object_id = UNRESOLVED
+        elif object_id == UNRESOLVED:
+            terminal, reason, resolution = Terminal.CLARIFY, ReasonCode.OBJECT_UNRESOLVED, ObjectResolution.UNRESOLVED
+        else:
+            terminal, reason, resolution = Terminal.DISPATCH, dispatch_reason, ObjectResolution.RESOLVED
+        return Decision(request.request_id, terminal, action_id, object_id, reason, self._context, proposal, rule,
+                        resolution, first_output, log)
+
+    def _fail_closed(self, request: RouteRequest, reason: ReasonCode, first_output: Any,
+                     log: ContractLog) -> Decision:
+        return Decision(request.request_id, self.options.fallback, NONE, NONE, reason, self._context,
+                        first_output=first_output, log=log)
+
+    def __repr__(self) -> str:
+        return f"Controller({len(self.catalog)} actions, {len(self.policy.rules)} rules, {self.options})"
+
+
+_TERMINAL_OF = {b: Terminal.from_boundary(b) for b in Boundary}
+
+
+def _failure_reason(failure: BackendFailure) -> ReasonCode:
+    return _FAILURE_REASON.get(failure.kind, ReasonCode.FAIL_CLOSED_BACKEND_ERROR)
+
+
+async def _ask(backend: Backend, call: ModelCall) -> ModelReply:
+    """Call a backend; any exception or malformed return value becomes a failure reply."""
+    try:
+        reply = await backend.complete(call)
+    except (asyncio.TimeoutError, TimeoutError) as exc:
+        return ModelReply.failed(FailureKind.TIMEOUT, f"{type(exc).__name__}: {exc}"[:300])
+    except Exception as exc:  # noqa: BLE001 - every backend problem must end fail-closed, never crash a run
+        return ModelReply.failed(FailureKind.EXCEPTION, f"{type(exc).__name__}: {exc}"[:300])
+    if not isinstance(reply, ModelReply):
+        return ModelReply.failed(FailureKind.MALFORMED_RESPONSE, f"backend returned {short_repr(reply)}")
+    return reply
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return repr(value)
+
+
+def _trace_of(d: Decision) -> tuple[TraceEvent, ...]:
+    events: list[TraceEvent] = []
+    if d.failure is not None and not d.repair_attempted:
+        events.append(TraceEvent(TraceStep.PROPOSE, "backend failure", f"{d.failure.kind.value}: {d.failure.message}"))
+    else:
+        events.append(TraceEvent(TraceStep.PROPOSE, "output received", short_repr(d.first_output, 120)))
+        codes = ", ".join(e.code.value for e in d.first_errors)
+        events.append(TraceEvent(TraceStep.VALIDATE, "invalid" if d.first_errors else "valid", codes))
+    if d.repair_attempted:
+        if d.failure is not None:
+            events.append(TraceEvent(TraceStep.REPAIR, "backend failure",
+                                     f"{d.failure.kind.value}: {d.failure.message}"))
+        else:
+            codes = ", ".join(e.code.value for e in d.repair_errors)
+            events.append(TraceEvent(TraceStep.REPAIR, "rejected" if d.repair_errors else "accepted", codes))
+    if d.proposal is not None:
+        rest = list(d.proposal.topk[1:])
+        events.append(TraceEvent(TraceStep.COMMIT, d.proposal.action_id,
+                                 f"object {d.proposal.object_id}; lower-ranked {rest} are diagnostic only"))
+    if d.rule is not None:
+        enforced = "enforced" if d.options.enforce_state else "recorded, not enforced (A-state)"
+        events.append(TraceEvent(TraceStep.STATE_GATE, f"{d.rule.rule_id} -> {d.rule.decision.value}",
+                                 f"priority {d.rule.priority}, {d.rule.version}; {d.rule.condition.describe()}; "
+                                 f"{enforced}"))
+    if d.object_resolution is not ObjectResolution.NOT_EVALUATED:
+        events.append(TraceEvent(TraceStep.OBJECT_GATE, d.object_resolution.value, d.object_id))
+    emitted = f"DISPATCH({d.action_id}, {d.object_id})" if d.dispatched else d.final_path
+    events.append(TraceEvent(TraceStep.EMIT, emitted, d.reason.value))
+    return tuple(events)

@@ -1,0 +1,196 @@
+"""Typed errors.
+
+Two families:
+
+* :class:`DataError` — bad configuration or data (catalog, rules, registry, cases, profiles, predictions).
+  Always raised, always one exception type, always naming file, 1-based line, field and what was expected.
+* :class:`ContractError` — a model output that violates the proposal contract.  Never raised: validators
+  return them as values, and the controller turns them into a recorded fail-closed terminal.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class ErrorCode(str, enum.Enum):
+    """Codes of :class:`DataError`."""
+
+    FILE_NOT_FOUND = "FILE_NOT_FOUND"
+    FILE_UNREADABLE = "FILE_UNREADABLE"
+    EMPTY_FILE = "EMPTY_FILE"
+    MISSING_COLUMN = "MISSING_COLUMN"
+    ROW_SHAPE = "ROW_SHAPE"
+    EMPTY_VALUE = "EMPTY_VALUE"
+    INVALID_JSON = "INVALID_JSON"
+    WRONG_TYPE = "WRONG_TYPE"
+    INVALID_INTEGER = "INVALID_INTEGER"
+    INVALID_VALUE = "INVALID_VALUE"
+    UNKNOWN_ENUM = "UNKNOWN_ENUM"
+    DUPLICATE_ID = "DUPLICATE_ID"
+    UNKNOWN_REFERENCE = "UNKNOWN_REFERENCE"
+    # rule-program checks, done at start-up
+    NO_RULES = "NO_RULES"
+    NO_DEFAULT_RULE = "NO_DEFAULT_RULE"
+    UNKNOWN_ACTION = "UNKNOWN_ACTION"
+    INVALID_CONDITION = "INVALID_CONDITION"
+    UNKNOWN_OPERATOR = "UNKNOWN_OPERATOR"
+    INVALID_OPERAND = "INVALID_OPERAND"
+    # controller construction
+    EMPTY_CATALOG = "EMPTY_CATALOG"
+    DISPATCH_FALLBACK = "DISPATCH_FALLBACK"
+    INCONSISTENT_ASSETS = "INCONSISTENT_ASSETS"
+
+
+class KitError(Exception):
+    """Base class of every error the kit raises on purpose."""
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a data error sits.  ``line`` is the 1-based physical line of the record's first line."""
+
+    file: str | None = None
+    line: int | None = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        parts = []
+        if self.file is not None:
+            parts.append(self.file if self.line is None else f"{self.file}:{self.line}")
+        elif self.line is not None:
+            parts.append(f"line {self.line}")
+        if self.field is not None:
+            parts.append(f"field {self.field!r}")
+        return ", ".join(parts)
+
+
+class DataError(KitError, ValueError):
+    """Malformed configuration or data.  ``code`` is the stable identity; the message is for people."""
+
+    def __init__(
+        self,
+        code: ErrorCode,
+        expected: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        got: object = None,
+        detail: str | None = None,
+    ) -> None:
+        self.code = code
+        self.expected = expected
+        self.file = file
+        self.line = line
+        self.field = field
+        self.got = got
+        self.detail = detail
+        super().__init__(self._render())
+
+    @property
+    def location(self) -> Location:
+        return Location(self.file, self.line, self.field)
+
+    def at(self, *, file: str | None = None, line: int | None = None, field: str | None = None) -> "DataError":
+        """The same error, located (fields already set are kept)."""
+        return DataError(
+            self.code,
+            self.expected,
+            file=self.file or file,
+            line=self.line if self.line is not None else line,
+            field=self.field or field,
+            got=self.got,
+            detail=self.detail,
+        )
+
+    def _render(self) -> str:
+        where = str(self.location)
+        text = f"[{self.code.value}] " + (f"{where}: " if where else "") + f"expected {self.expected}"
+        if self.got is not None:
+            text += f", got {_short(self.got)}"
+        if self.detail:
+            text += f" ({self.detail})"
+        return text
+
+
+class ContractErrorCode(str, enum.Enum):
+    """Codes of proposal-contract violations (RouteBR proposals and the B1/B2 one-call routes)."""
+
+    # parse
+    INVALID_JSON = "INVALID_JSON"
+    NOT_AN_OBJECT = "NOT_AN_OBJECT"
+    # enumerated identifiers
+    ACTION_OUTSIDE_CATALOG = "ACTION_OUTSIDE_CATALOG"
+    TOPK_LENGTH = "TOPK_LENGTH"
+    TOPK_OUTSIDE_CATALOG = "TOPK_OUTSIDE_CATALOG"
+    OBJECT_OUTSIDE_REGISTRY = "OBJECT_OUTSIDE_REGISTRY"
+    TERMINAL_INVALID = "TERMINAL_INVALID"
+    BOUNDARY_INVALID = "BOUNDARY_INVALID"
+    RULE_IDS_UNKNOWN = "RULE_IDS_UNKNOWN"
+    # cross-field relations
+    TOPK_NOT_UNIQUE = "TOPK_NOT_UNIQUE"
+    TOPK_NOT_PRIMARY_FIRST = "TOPK_NOT_PRIMARY_FIRST"
+    OBJECT_REQUIRED = "OBJECT_REQUIRED"
+    OBJECT_TYPE_MISMATCH = "OBJECT_TYPE_MISMATCH"
+    OBJECT_FREE_REQUIRES_NONE = "OBJECT_FREE_REQUIRES_NONE"
+    DISPATCH_REQUIRES_ALLOW = "DISPATCH_REQUIRES_ALLOW"
+    TERMINAL_BOUNDARY_MISMATCH = "TERMINAL_BOUNDARY_MISMATCH"
+    # repair guard (the paper's rule: a repair may not change the semantic choice)
+    REPAIR_CHANGED_ACTION = "REPAIR_CHANGED_ACTION"
+    REPAIR_CHANGED_OBJECT = "REPAIR_CHANGED_OBJECT"
+
+    @property
+    def message(self) -> str:
+        """The published human-readable message where one exists."""
+        return _CONTRACT_MESSAGES[self]
+
+
+_TOPK_PUBLISHED = "topk must be unique, closed-list, and primary-first"
+_CONTRACT_MESSAGES = {
+    ContractErrorCode.INVALID_JSON: "invalid JSON",
+    ContractErrorCode.NOT_AN_OBJECT: "output must be one JSON object",
+    ContractErrorCode.ACTION_OUTSIDE_CATALOG: "action_id is outside the closed catalog",
+    ContractErrorCode.TOPK_LENGTH: "topk must contain one to three action IDs",
+    ContractErrorCode.TOPK_OUTSIDE_CATALOG: _TOPK_PUBLISHED,
+    ContractErrorCode.TOPK_NOT_UNIQUE: _TOPK_PUBLISHED,
+    ContractErrorCode.TOPK_NOT_PRIMARY_FIRST: _TOPK_PUBLISHED,
+    ContractErrorCode.OBJECT_OUTSIDE_REGISTRY: "object_id is outside the closed entity list",
+    ContractErrorCode.OBJECT_REQUIRED: "object_id is outside the closed entity list",
+    ContractErrorCode.OBJECT_TYPE_MISMATCH: "object type violates the primary action contract",
+    ContractErrorCode.OBJECT_FREE_REQUIRES_NONE: "object-free primary action must use NONE",
+    ContractErrorCode.TERMINAL_INVALID: "invalid terminal",
+    ContractErrorCode.BOUNDARY_INVALID: "invalid boundary",
+    ContractErrorCode.RULE_IDS_UNKNOWN: "rule_ids must cite known rules",
+    ContractErrorCode.DISPATCH_REQUIRES_ALLOW: "DISPATCH requires ALLOW",
+    ContractErrorCode.TERMINAL_BOUNDARY_MISMATCH: "non-ALLOW terminal must equal boundary",
+    ContractErrorCode.REPAIR_CHANGED_ACTION: "repair changed the primary action_id",
+    ContractErrorCode.REPAIR_CHANGED_OBJECT: "repair changed the object_id",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ContractError:
+    """One violation found in a model output."""
+
+    code: ContractErrorCode
+    field: str
+    got: str = ""  # a bounded repr of the offending value
+
+    @property
+    def message(self) -> str:
+        if self.code is ContractErrorCode.INVALID_JSON and self.got:
+            return f"invalid JSON: {self.got}"
+        return self.code.message
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code.value, "field": self.field, "message": self.message, "got": self.got}
+
+
+def _short(value: object, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+short_repr = _short

@@ -1,0 +1,49 @@
+"""Small pandas views of controller records for notebooks (no logic beyond formatting)."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import pandas as pd
+
+from .core.controller import Decision
+
+
+def setup() -> None:
+    """Stable, readable notebook output: rounded floats, wide text frames, a quiet seaborn theme."""
+    import warnings
+
+    pd.set_option("display.precision", 3)
+    pd.set_option("display.width", 160)
+    pd.set_option("display.max_colwidth", 90)
+    pd.set_option("display.max_columns", 30)
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    try:
+        import seaborn as sns
+
+        sns.set_theme(context="notebook", style="whitegrid")
+    except ImportError:  # pragma: no cover - seaborn is a dependency
+        pass
+
+
+def trace_table(decision: Decision) -> pd.DataFrame:
+    """One row per step of the decision's trace."""
+    return pd.DataFrame([{"step": t.step.value, "outcome": t.outcome, "detail": t.detail}
+                         for t in decision.trace()])
+
+
+def decisions_table(decisions: Iterable[Decision], *, label: str = "request_id") -> pd.DataFrame:
+    """One row per decision: what was emitted and why."""
+    rows = []
+    for d in decisions:
+        rows.append({
+            label: d.request_id,
+            "terminal": d.terminal.value,
+            "final_path": d.final_path,
+            "action@object": d.strict_path,
+            "winning_rule": d.rule_id or "",
+            "rule_decision": d.rule.decision.value if d.rule else "",
+            "reason": d.reason.value,
+        })
+    return pd.DataFrame(rows)

@@ -1,0 +1,83 @@
+"""Where notebooks put what they show: tables (CSV + Markdown) and figures (PNG + PDF) with captions.
+
+Every notebook builds one :class:`Outputs` from its ``out_dir`` parameter and saves through it, so the
+pipeline can index every table and figure of a run (``captions.json``) in ``outputs/<run_id>/README.md``.
+Files are written deterministically: no timestamps in PDF/PNG metadata, fixed float formatting in tables.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CAPTIONS = "captions.json"
+
+
+@dataclass(frozen=True)
+class Saved:
+    kind: str  # "table" | "figure"
+    name: str
+    caption: str
+    files: tuple[str, ...]  # relative to out_dir
+
+
+class Outputs:
+    """Writes ``out_dir/tables/<name>.{csv,md}`` and ``out_dir/figures/<name>.{png,pdf}``, recording captions."""
+
+    def __init__(self, out_dir: str | Path, notebook: str = "") -> None:
+        self.root = Path(out_dir)
+        self.notebook = notebook
+        (self.root / "tables").mkdir(parents=True, exist_ok=True)
+        (self.root / "figures").mkdir(parents=True, exist_ok=True)
+
+    def table(self, frame: Any, name: str, caption: str, *, float_format: str = "%.4f", index: bool = False) -> Path:
+        """Save a DataFrame as CSV (full precision as formatted) and Markdown; returns the CSV path."""
+        csv_path = self.root / "tables" / f"{name}.csv"
+        md_path = self.root / "tables" / f"{name}.md"
+        frame.to_csv(csv_path, index=index, float_format=float_format, lineterminator="\n")
+        md_path.write_text(f"**{caption}**\n\n" + markdown_table(frame, index=index) + "\n", encoding="utf-8")
+        self._record(Saved("table", name, caption, (f"tables/{name}.csv", f"tables/{name}.md")))
+        return csv_path
+
+    def figure(self, fig: Any, name: str, caption: str, *, dpi: int = 120) -> Path:
+        """Save a matplotlib figure as PNG and PDF (no timestamps); returns the PNG path."""
+        png = self.root / "figures" / f"{name}.png"
+        pdf = self.root / "figures" / f"{name}.pdf"
+        fig.savefig(png, dpi=dpi, bbox_inches="tight", metadata={"Software": None})
+        fig.savefig(pdf, bbox_inches="tight", metadata={"CreationDate": None, "Creator": None, "Producer": None})
+        self._record(Saved("figure", name, caption, (f"figures/{name}.png", f"figures/{name}.pdf")))
+        return png
+
+    def json(self, value: Any, name: str, caption: str) -> Path:
+        path = self.root / "tables" / f"{name}.json"
+        path.write_text(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+        self._record(Saved("table", name, caption, (f"tables/{name}.json",)))
+        return path
+
+    def _record(self, saved: Saved) -> None:
+        path = self.root / CAPTIONS
+        entries = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
+        entries = [e for e in entries if not (e["kind"] == saved.kind and e["name"] == saved.name)]
+        entries.append({"kind": saved.kind, "name": saved.name, "caption": saved.caption,
+                        "files": list(saved.files), "notebook": self.notebook})
+        path.write_text(json.dumps(entries, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def markdown_table(frame: Any, *, index: bool = False, float_digits: int = 4) -> str:
+    """A GitHub-flavoured Markdown table without the optional ``tabulate`` dependency."""
+    frame = frame.reset_index() if index else frame
+    columns = [str(c) for c in frame.columns]
+
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            text = f"{value:.{float_digits}f}".rstrip("0").rstrip(".") if value == value else ""
+        else:
+            text = "" if value is None else str(value)
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    for row in frame.itertuples(index=False, name=None):
+        lines.append("| " + " | ".join(cell(v) for v in row) + " |")
+    return "\n".join(lines)
