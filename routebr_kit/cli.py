@@ -1,14 +1,17 @@
 """``routebr-kit`` — the command line.
 
-Subcommands register themselves in :data:`COMMANDS`; each is a function ``(args) -> exit status`` plus an
-argument-parser builder.  Typed kit errors print one line and exit 2; they never end in a traceback.
+Each subcommand lives in its own module under :mod:`routebr_kit.commands` and registers itself with
+:func:`command`; modules are discovered in name order.  A handler is ``(args) -> exit status``.  Typed kit errors
+print one line and exit 2; they never end in a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import pkgutil
 import sys
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from .core.errors import KitError
 
@@ -24,7 +27,11 @@ def command(name: str, help_text: str, configure: Callable[[argparse.ArgumentPar
     return register
 
 
-def _print_table(rows: list[dict], columns: Sequence[str] | None = None) -> None:
+# --------------------------------------------------------------------------------------------- entry point
+
+
+def print_table(rows: list[dict[str, Any]], columns: Sequence[str] | None = None) -> None:
+    """A plain fixed-width table on stdout (numbers right-aligned)."""
     if not rows:
         return
     columns = list(columns or rows[0].keys())
@@ -36,31 +43,17 @@ def _print_table(rows: list[dict], columns: Sequence[str] | None = None) -> None
                         else str(r.get(c, "")).ljust(widths[c]) for c in columns))
 
 
-# --------------------------------------------------------------------------------------------- replay
+def _load_commands() -> None:
+    from . import commands
 
-
-def _replay_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--artifact", required=True, help="published artifact directory (like ../shared/routebr_artifact)")
-
-
-@command("replay", "replay every recorded RouteBR-controller row through the kit's controller", _replay_args)
-def _replay(args: argparse.Namespace) -> int:
-    from .artifact import replay_artifact
-
-    report = replay_artifact(args.artifact)
-    _print_table(report.table())
-    for d in report.disagreements:
-        print(f"DISAGREE {d.task} {d.case_id} {d.field}: recorded {d.recorded!r}, replayed {d.replayed!r}")
-    print(f"{report.rows_agreeing}/{report.rows} rows agree on final path, boundary, action and object")
-    return 0 if report.ok else 1
-
-
-# --------------------------------------------------------------------------------------------- entry point
+    for module in sorted(m.name for m in pkgutil.iter_modules(commands.__path__)):
+        importlib.import_module(f"{commands.__name__}.{module}")
 
 
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
+    _load_commands()
     parser = argparse.ArgumentParser(prog="routebr-kit", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"routebr-kit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

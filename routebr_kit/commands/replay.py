@@ -1,0 +1,23 @@
+"""``routebr-kit replay --artifact DIR``: replay every recorded RouteBR-controller row through the controller."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..cli import command, print_table
+
+
+def _args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--artifact", required=True, help="published artifact directory (like ../shared/routebr_artifact)")
+
+
+@command("replay", "replay every recorded RouteBR-controller row through the kit's controller", _args)
+def replay(args: argparse.Namespace) -> int:
+    from ..artifact import replay_artifact
+
+    report = replay_artifact(args.artifact)
+    print_table(report.table())
+    for d in report.disagreements:
+        print(f"DISAGREE {d.task} {d.case_id} {d.field}: recorded {d.recorded!r}, replayed {d.replayed!r}")
+    print(f"{report.rows_agreeing}/{report.rows} rows agree on final path, boundary, action and object")
+    return 0 if report.ok else 1
