@@ -332,7 +332,7 @@ def _entity(row: _Row, index: int, item: Any) -> Entity:
         return Entity(item["object_id"], item["object_type"], item["display_name"], tuple(aliases),
                       MappingProxyType(extra))
     except DataError as exc:
-        raise exc.at(file=row.file, line=row.line, field=field) from None
+        raise row.error(exc.code, exc.expected, field, exc.got, f"{where}, object_id") from None
 
 
 # --------------------------------------------------------------------------------------------- bundles

@@ -133,12 +133,11 @@ class Predicate:
 
 def _identity_pair(predicate: Predicate) -> tuple[str, Any] | None:
     """``(key, literal)`` when the predicate is literal equality to true/false/null: an identity test suffices."""
-    if predicate.op is Operator.EQ and predicate.other_field is None and predicate.operand in _SINGLETONS:
-        return predicate.key, predicate.operand
+    operand = predicate.operand
+    if predicate.op is Operator.EQ and predicate.other_field is None and (
+            operand is True or operand is False or operand is None):  # not `in (True, ...)`: 1 == True
+        return predicate.key, operand
     return None
-
-
-_SINGLETONS = (True, False, None)
 
 
 @dataclass(frozen=True, slots=True)

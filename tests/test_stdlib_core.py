@@ -1,0 +1,39 @@
+"""The controller core and everything replay needs import nothing outside the standard library."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "routebr_kit"
+STDLIB_MODULES = sorted([*(PACKAGE / "core").glob("*.py"),
+                         *(PACKAGE / "backends" / name for name in ("base.py", "scripted.py", "replay.py")),
+                         PACKAGE / "ledger.py", PACKAGE / "artifact.py"])
+
+
+def _top_level_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+             for alias in node.names}
+    names |= {node.module.split(".")[0] for node in ast.walk(tree)
+              if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module}
+    return names
+
+
+@pytest.mark.parametrize("path", STDLIB_MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_module_imports_only_the_standard_library(path):
+    third_party = _top_level_imports(path) - set(sys.stdlib_module_names) - {"__future__"}
+    assert not third_party, f"{path.name} imports {sorted(third_party)}"
+
+
+def test_importing_the_kit_and_replaying_loads_no_third_party_package():
+    import subprocess
+
+    code = ("import sys, routebr_kit, routebr_kit.artifact, routebr_kit.ledger; "
+            "heavy = {'numpy', 'pandas', 'scipy', 'openai', 'matplotlib', 'yaml'} & set(sys.modules); "
+            "print(sorted(heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
