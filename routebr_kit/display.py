@@ -19,11 +19,16 @@ def setup() -> None:
     pd.set_option("display.max_columns", 30)
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
-    try:
-        import seaborn as sns
+    import seaborn as sns
 
-        sns.set_theme(context="notebook", style="whitegrid")
-    except ImportError:  # pragma: no cover - seaborn is a dependency
+    sns.set_theme(context="notebook", style="whitegrid")
+    try:  # figures inline even when MPLBACKEND=Agg is set for headless runs
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None:
+            shell.run_line_magic("matplotlib", "inline")
+    except ImportError:  # pragma: no cover - IPython comes with ipykernel
         pass
 
 
