@@ -2,19 +2,31 @@
 
 ``predictions.csv`` keeps the published columns in the published order and appends ``first_pass_valid``,
 ``repair_count`` and ``calls``.  Reading tolerates their absence (published files), in which case they are
-``None`` and consumers derive what they can (documented where used).  Standard library only.
+``None`` and consumers derive what they can (documented where used).
+
+A run directory (:class:`RunLedger`) holds ``predictions.csv``, one receipt per case (``raw/<case_id>.json``) and
+``run_manifest.json``.  A finished case is committed as: receipt written atomically (temporary file, fsync,
+rename), then its row appended with a single write, flushed and fsynced — so ``kill -9`` at any moment loses no
+committed case, a row never points at a missing receipt, and a torn last line (an append cut short) is dropped on
+resume.  Standard library only.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import os
+import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping, Sequence
 
 from .core.assets import read_csv
 from .core.controller import Decision
 from .core.errors import DataError, ErrorCode
+from .core.hashing import sha256_bytes
 
 PUBLISHED_FIELDS = (
     "case_id", "system_id", "repeat_id", "pred_action", "pred_object_id", "pred_boundary", "pred_final_path",
@@ -160,10 +172,158 @@ def _parse_row(file: str, line: int, values: Any) -> PredictionRow:
 
 def write_predictions(path: str | Path, rows: Iterable[PredictionRow]) -> None:
     """Write a complete ``predictions.csv`` (published columns, then the kit's extras)."""
-    import csv
-
     with open(path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=PREDICTION_FIELDS)
+        handle.write(_csv_lines(rows, header=True))
+
+
+def _csv_lines(rows: Iterable[PredictionRow], *, header: bool) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=PREDICTION_FIELDS)
+    if header:
         writer.writeheader()
-        for row in rows:
-            writer.writerow(row.as_csv_row())
+    for row in rows:
+        writer.writerow(row.as_csv_row())
+    return buffer.getvalue()
+
+
+# --------------------------------------------------------------------------------------------- durable writes
+
+
+def append_prediction(path: str | Path, row: PredictionRow) -> None:
+    """Append one row (the header first if the file is new) with one write, then flush and fsync."""
+    path = Path(path)
+    new = not path.exists() or path.stat().st_size == 0
+    with open(path, "a", encoding="utf-8", newline="") as handle:
+        handle.write(_csv_lines([row], header=new))
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def write_json_atomic(path: str | Path, value: Any, *, indent: int | None = 1) -> None:
+    """Write JSON (UTF-8, keys in insertion order) via a fsynced temporary file and an atomic rename.
+
+    ``indent=None`` writes compact JSON (the C encoder; receipts and cache entries, written once per call).
+    """
+    separators = None if indent is not None else (",", ":")
+    text = json.dumps(value, ensure_ascii=False, indent=indent, separators=separators)
+    _write_atomic(Path(path), (text + "\n").encode("utf-8"))
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def drop_torn_tail(path: str | Path) -> bool:
+    """Truncate a last line that lacks its newline (an append cut short by a kill).  True if one was dropped."""
+    path = Path(path)
+    if not path.exists():
+        return False
+    with open(path, "rb+") as handle:
+        data = handle.read()
+        if not data or data.endswith(b"\n"):
+            return False
+        handle.truncate(data.rfind(b"\n") + 1)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return True
+
+
+def source_sha256(directory: str | Path, pattern: str = "*.py") -> str:
+    """SHA-256 over the files of a source directory (relative names and bytes, in name order)."""
+    directory = Path(directory)
+    parts = [f"{p.relative_to(directory).as_posix()}\0".encode() + p.read_bytes()
+             for p in sorted(directory.glob(pattern))]
+    return sha256_bytes(b"\0".join(parts))
+
+
+def read_json(path: str | Path, expected: str = "a JSON object") -> dict[str, Any]:
+    """Read one JSON object; a missing or malformed file is a located :class:`DataError`."""
+    try:
+        value = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(ErrorCode.FILE_NOT_FOUND, expected, file=str(path)) from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DataError(ErrorCode.INVALID_JSON, expected, file=str(path), detail=str(exc)) from None
+    if not isinstance(value, dict):
+        raise DataError(ErrorCode.WRONG_TYPE, expected, file=str(path), got=type(value).__name__)
+    return value
+
+
+# --------------------------------------------------------------------------------------------- run directories
+
+PREDICTIONS = "predictions.csv"
+MANIFEST = "run_manifest.json"
+RAW = "raw"
+
+
+class RunLedger:
+    """One run directory being written: ``predictions.csv``, ``raw/<case_id>.json`` and ``run_manifest.json``.
+
+    :meth:`commit` is thread-safe (the runner calls it from worker threads so fsync never blocks the event loop).
+    """
+
+    def __init__(self, out_dir: str | Path) -> None:
+        self.dir = Path(out_dir)
+        self.predictions_path = self.dir / PREDICTIONS
+        self.manifest_path = self.dir / MANIFEST
+        self.raw_dir = self.dir / RAW
+        self._lock = threading.Lock()
+
+    def exists(self) -> bool:
+        """Whether the directory already holds a run (a manifest or any prediction)."""
+        return self.manifest_path.exists() or self.predictions_path.exists()
+
+    def prepare(self) -> None:
+        self.raw_dir.mkdir(parents=True, exist_ok=True)
+
+    def committed(self) -> tuple[PredictionRow, ...]:
+        """The rows already committed (a torn last line is dropped first)."""
+        if not self.predictions_path.exists() or self.predictions_path.stat().st_size == 0:
+            return ()
+        drop_torn_tail(self.predictions_path)
+        return read_predictions(self.predictions_path)
+
+    def receipt_path(self, case_id: str) -> Path:
+        if not case_id or "/" in case_id or "\\" in case_id or case_id.startswith(".") or "\0" in case_id:
+            raise DataError(ErrorCode.INVALID_VALUE, "a case ID usable as a file name", got=case_id,
+                            field="case_id")
+        return self.raw_dir / f"{case_id}.json"
+
+    def commit(self, receipt: Mapping[str, Any], row: PredictionRow) -> None:
+        """Receipt first (atomic; receipts of different cases are written in parallel), then the row (appended
+        under the lock, fsynced)."""
+        write_json_atomic(self.receipt_path(row.case_id), receipt, indent=None)
+        with self._lock:
+            append_prediction(self.predictions_path, row)
+
+    def receipt(self, case_id: str) -> dict[str, Any]:
+        return read_json(self.receipt_path(case_id), "a receipt JSON object")
+
+    def finalize(self, rows: Sequence[PredictionRow]) -> None:
+        """Rewrite ``predictions.csv`` atomically with exactly ``rows`` (the runner passes them in case order)."""
+        with self._lock:
+            _write_atomic(self.predictions_path, _csv_lines(rows, header=True).encode("utf-8"))
+
+    def manifest(self) -> dict[str, Any]:
+        return read_json(self.manifest_path, "a run_manifest.json object")
+
+    def write_manifest(self, manifest: Mapping[str, Any]) -> None:
+        write_json_atomic(self.manifest_path, manifest)

@@ -1,0 +1,190 @@
+"""Backend profiles: which OpenAI-compatible endpoint, model and request options a run uses.
+
+A profiles file is JSON or YAML mapping a profile name to its settings.  The published
+``experiments/api_profiles.json`` loads as-is; the kit adds optional keys.
+
+=========================  ==========================================================================
+key                        meaning
+=========================  ==========================================================================
+``base_url``               the endpoint (``http(s)://…``, the SDK appends ``/chat/completions``)
+``api_key_env``            the *name* of the environment variable holding the key (never the key)
+``model``                  the requested model
+``provider``               a label for manifests
+``request_options``        extra body fields: ``temperature`` (default 0), ``max_tokens``, ``thinking`` …
+``accepted_reported_models``  models the response may report (default ``[model]``)
+``formal_result_eligible`` recorded in manifests
+``send_seed``              send the run's ``seed`` (only where the provider honours it; default false)
+``prompt_language``        ``en``, ``zh`` or ``auto`` (from the cases; default)
+``timeout_s``, ``max_retries``, ``retry_backoff_s``, ``max_retry_after_s``   the retry policy
+=========================  ==========================================================================
+
+Options the adapter owns (``model``, ``messages``, ``stream``, ``response_format``, ``seed``) are rejected at
+load, as is any unknown key (a misspelt option, or a key pasted where its variable name belongs).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from ..core.errors import DataError, ErrorCode
+from ..core.hashing import sha256_json
+
+RESERVED_OPTIONS = ("model", "messages", "stream", "response_format", "seed")
+PROMPT_LANGUAGES = ("auto", "en", "zh")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """One OpenAI-compatible backend configuration.  Holds the key's variable name, never the key."""
+
+    name: str
+    base_url: str
+    api_key_env: str
+    model: str
+    provider: str = ""
+    request_options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({"temperature": 0}))
+    accepted_reported_models: tuple[str, ...] = ()
+    formal_result_eligible: bool = False
+    send_seed: bool = False
+    prompt_language: str = "auto"
+    timeout_s: float = 60.0
+    max_retries: int = 3
+    retry_backoff_s: float = 1.0
+    max_retry_after_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if not self.accepted_reported_models:
+            object.__setattr__(self, "accepted_reported_models", (self.model,))
+        options = dict(self.request_options)
+        options.setdefault("temperature", 0)
+        object.__setattr__(self, "request_options", MappingProxyType(options))
+
+    @property
+    def temperature(self) -> Any:
+        return self.request_options["temperature"]
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every setting (JSON-ready); what the manifest records and hashes."""
+        return {
+            "name": self.name, "provider": self.provider, "base_url": self.base_url,
+            "api_key_env": self.api_key_env, "model": self.model, "request_options": dict(self.request_options),
+            "accepted_reported_models": list(self.accepted_reported_models),
+            "formal_result_eligible": self.formal_result_eligible, "send_seed": self.send_seed,
+            "prompt_language": self.prompt_language, "timeout_s": self.timeout_s, "max_retries": self.max_retries,
+            "retry_backoff_s": self.retry_backoff_s, "max_retry_after_s": self.max_retry_after_s,
+        }
+
+    @property
+    def sha256(self) -> str:
+        return sha256_json(self.as_dict())
+
+
+_REQUIRED = ("base_url", "api_key_env", "model")
+_TYPES: dict[str, tuple[type, ...]] = {
+    "provider": (str,), "base_url": (str,), "api_key_env": (str,), "model": (str,), "request_options": (dict,),
+    "accepted_reported_models": (list,), "formal_result_eligible": (bool,), "send_seed": (bool,),
+    "prompt_language": (str,), "timeout_s": (int, float), "max_retries": (int,), "retry_backoff_s": (int, float),
+    "max_retry_after_s": (int, float),
+}
+
+
+def load_profiles(path: str | Path) -> dict[str, Profile]:
+    """Every profile of a JSON (``.json``) or YAML (``.yaml``/``.yml``) file, validated."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(ErrorCode.FILE_NOT_FOUND, "a profiles file (JSON or YAML)", file=file) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(ErrorCode.FILE_UNREADABLE, "a UTF-8 profiles file", file=file, detail=str(exc)) from None
+    doc = _parse(text, file)
+    if not isinstance(doc, dict) or not doc:
+        raise DataError(ErrorCode.WRONG_TYPE, "a mapping of profile names to settings", file=file,
+                        got=type(doc).__name__)
+    return {str(name): _profile(str(name), settings, file, _line_of(text, str(name)))
+            for name, settings in doc.items()}
+
+
+def load_profile(path: str | Path, name: str) -> Profile:
+    profiles = load_profiles(path)
+    if name not in profiles:
+        raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a profile name from " + ", ".join(sorted(profiles)),
+                        file=str(path), field="profile", got=name)
+    return profiles[name]
+
+
+def _parse(text: str, file: str) -> Any:
+    if file.endswith((".yaml", ".yml")):
+        import yaml
+
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            raise DataError(ErrorCode.INVALID_JSON, "valid YAML", file=file,
+                            line=mark.line + 1 if mark is not None else None, detail=str(exc)) from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise DataError(ErrorCode.INVALID_JSON, "valid JSON", file=file, line=getattr(exc, "lineno", None),
+                        detail=str(exc)) from None
+
+
+def _line_of(text: str, name: str) -> int | None:
+    """The 1-based line where a profile's key appears (``"name":`` in JSON, ``name:`` in YAML)."""
+    pattern = re.compile(rf"^\s*[\"']?{re.escape(name)}[\"']?\s*:", re.MULTILINE)
+    match = pattern.search(text)
+    return text.count("\n", 0, match.start()) + 1 if match else None
+
+
+def _profile(name: str, settings: Any, file: str, line: int | None) -> Profile:
+    def bad(code: ErrorCode, expected: str, key: str, got: Any = None) -> DataError:
+        return DataError(code, expected, file=file, line=line, field=f"{name}.{key}", got=got)
+
+    if not isinstance(settings, dict):
+        raise DataError(ErrorCode.WRONG_TYPE, "a mapping of settings", file=file, line=line, field=name,
+                        got=type(settings).__name__)
+    for key in settings:
+        if key not in _TYPES:
+            # name the key only: an unknown key may hold a pasted secret
+            raise bad(ErrorCode.INVALID_VALUE, "a known profile key (" + ", ".join(_TYPES) + ")", str(key), key)
+    for key in _REQUIRED:
+        if not settings.get(key):
+            raise bad(ErrorCode.EMPTY_VALUE, "a non-empty value", key)
+    for key, value in settings.items():
+        kinds = _TYPES[key]
+        if not isinstance(value, kinds) or (bool not in kinds and isinstance(value, bool)):
+            raise bad(ErrorCode.WRONG_TYPE, "/".join(k.__name__ for k in kinds), key, type(value).__name__)
+    if not re.match(r"https?://", settings["base_url"]):
+        raise bad(ErrorCode.INVALID_VALUE, "an http:// or https:// URL", "base_url", settings["base_url"])
+    if not _ENV_NAME.fullmatch(settings["api_key_env"]):
+        raise bad(ErrorCode.INVALID_VALUE, "an environment variable name", "api_key_env")
+    options = settings.get("request_options", {})
+    for key in options:
+        if key in RESERVED_OPTIONS:
+            raise bad(ErrorCode.INVALID_VALUE, "no option the adapter owns (" + ", ".join(RESERVED_OPTIONS) + ")",
+                      f"request_options.{key}", key)
+    accepted = settings.get("accepted_reported_models", [])
+    if not all(isinstance(m, str) and m for m in accepted):
+        raise bad(ErrorCode.WRONG_TYPE, "a list of model names", "accepted_reported_models", accepted)
+    if settings.get("prompt_language", "auto") not in PROMPT_LANGUAGES:
+        raise bad(ErrorCode.UNKNOWN_ENUM, "auto, en or zh", "prompt_language", settings["prompt_language"])
+    for key in ("timeout_s", "max_retries", "retry_backoff_s", "max_retry_after_s"):
+        value = settings.get(key)
+        if value is not None and (value < 0 or (key == "timeout_s" and value == 0)):
+            raise bad(ErrorCode.INVALID_VALUE, "a positive number" if key == "timeout_s" else "a number >= 0", key,
+                      value)
+    extra = {k: settings[k] for k in ("provider", "formal_result_eligible", "send_seed", "prompt_language",
+                                      "timeout_s", "max_retries", "retry_backoff_s", "max_retry_after_s")
+             if k in settings}
+    return Profile(name, settings["base_url"], settings["api_key_env"], settings["model"],
+                   request_options=MappingProxyType(dict(options)), accepted_reported_models=tuple(accepted), **extra)
+
+
+__all__ = ["PROMPT_LANGUAGES", "RESERVED_OPTIONS", "Profile", "load_profile", "load_profiles"]

@@ -1,0 +1,84 @@
+"""``routebr-kit run``: run one system over a benchmark split with one backend into a resumable run directory."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..cli import command, print_table
+
+SPLITS = ("MAIN", "FLIP", "ENTITY", "ALL")
+
+
+def _args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", required=True,
+                   help="sim:<profile>, local:lexical, or a profile name from --profiles")
+    p.add_argument("--system", required=True, choices=("routebr", "b1", "b2", "a_state", "a_ground"))
+    p.add_argument("--cases", required=True, type=Path, help="benchmark cases CSV (published schema)")
+    p.add_argument("--split", required=True, choices=SPLITS, help="ALL = every non-DEV case of the file")
+    p.add_argument("--out", required=True, type=Path, help="run directory (predictions.csv, raw/, run_manifest.json)")
+    p.add_argument("--concurrency", type=int, default=8, help="cases in flight at once (default 8)")
+    p.add_argument("--rpm", type=float, default=None, help="requests-per-minute limit (network requests only)")
+    p.add_argument("--resume", action="store_true", help="complete an interrupted run in --out")
+    p.add_argument("--profiles", type=Path, default=None,
+                   help="profiles file, JSON or YAML (default: the kit's example profiles)")
+    p.add_argument("--catalog", type=Path, default=None, help="catalog CSV (default: catalog.csv next to --cases)")
+    p.add_argument("--rules", type=Path, default=None,
+                   help="boundary rules CSV (default: boundary_rules.csv next to --cases)")
+    p.add_argument("--registry", type=Path, default=None,
+                   help="entity registry CSV (default: entity_catalog.csv next to --cases, if present)")
+    p.add_argument("--cache", type=Path, default=None, help="response cache directory (OpenAI-compatible profiles)")
+    p.add_argument("--replay-only", action="store_true", help="answer only from --cache; stop on a miss")
+    p.add_argument("--seed", type=int, default=0, help="simulator seed; sent to profiles with send_seed")
+    p.add_argument("--language", choices=("auto", "en", "zh"), default="auto", help="prompt language")
+    p.add_argument("--from-run", type=Path, default=None,
+                   help="a_state/a_ground: the RouteBR run directory whose stored proposals are replayed")
+    p.add_argument("--live", action="store_true", help="a_state/a_ground: re-run live instead of from --from-run")
+    p.add_argument("--repeat-id", default="0")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+@command("run", "run one system over a benchmark split with one backend (resumable, concurrent)", _args)
+def run(args: argparse.Namespace) -> int:
+    from ..backends.cache import CacheMode, ResponseCache
+    from ..backends.registry import make_backend
+    from ..core.assets import load_assets, load_cases
+    from ..core.errors import DataError, ErrorCode
+    from ..core.records import Split
+    from ..runner import derive_interventions, parse_system, run_cases
+
+    here = args.cases.parent
+    registry = args.registry or (here / "entity_catalog.csv" if (here / "entity_catalog.csv").exists() else None)
+    assets = load_assets(args.catalog or here / "catalog.csv", args.rules or here / "boundary_rules.csv", registry)
+    cases = [c for c in load_cases(args.cases)
+             if (c.split is not Split.DEV if args.split == "ALL" else c.split.value == args.split)]
+    if not cases:
+        raise DataError(ErrorCode.EMPTY_FILE, f"at least one {args.split} case", file=str(args.cases), field="split")
+    system = parse_system(args.system)
+    progress = not args.no_progress
+    if system.value in ("a_state", "a_ground") and not args.live:
+        if args.from_run is None:
+            raise DataError(ErrorCode.EMPTY_VALUE, "--from-run DIR (a RouteBR run) or --live", field="from_run")
+        result = derive_interventions(args.from_run, cases, assets, args.out, system=system, resume=args.resume,
+                                      progress=progress)
+    else:
+        if args.replay_only and args.cache is None:
+            raise DataError(ErrorCode.EMPTY_VALUE, "--cache DIR with --replay-only", field="cache")
+        cache = None if args.cache is None else ResponseCache(
+            args.cache, mode=CacheMode.REPLAY_ONLY if args.replay_only else CacheMode.READ_WRITE)
+        backend = make_backend(args.profile, cases=cases, catalog=assets.catalog, seed=args.seed,
+                               profiles_path=args.profiles, cache=cache, language=args.language)
+        result = run_cases(cases, backend, system=system, assets=assets, out_dir=args.out,
+                           concurrency=args.concurrency, rpm=args.rpm, resume=args.resume, repeat_id=args.repeat_id,
+                           progress=progress, cases_path=args.cases)
+    s = result.summary
+    print_table([{"system": result.system.value, "split": result.manifest["split"], "backend": result.manifest["backend"],
+                  "cases": s["cases"], "run_now": result.executed, "resumed": result.resumed,
+                  "fail_closed": s["fail_closed"], "calls": s["calls"], "cache_hits": s["cache"]["hits"]}])
+    print(f"wrote {args.out}/predictions.csv, raw/ and run_manifest.json")
+    if result.flagged:
+        print(f"WARNING: profile flagged {', '.join(result.flagged)} on cases "
+              f"{', '.join(s['model_identity_failures'][:10])}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,538 @@
+"""The run engine: benchmark cases through one system and one backend — concurrent, rate-limited, resumable.
+
+:func:`arun_cases` (awaitable) and :func:`run_cases` (sync, also inside Jupyter's running loop) run RouteBR, the two
+interventions (live) or the two baselines over a sequence of cases and write a run directory
+(:class:`~routebr_kit.ledger.RunLedger`): ``predictions.csv``, ``raw/<case_id>.json`` receipts and
+``run_manifest.json``.
+
+* **Concurrency**: a pool of ``concurrency`` workers, each taking the next case; a case's calls (proposal, repair)
+  are sequential.  ``rpm`` spaces request starts evenly (``60/rpm`` seconds apart); the OpenAI-compatible adapter
+  applies it to network attempts only, so cache hits are free.
+* **Durability**: each finished case is committed as receipt then row (fsynced, off the event loop); ``kill -9``
+  loses no committed case and ``resume=True`` runs only the rest, after checking that the manifest's inputs
+  (system, repeat, backend, case IDs, every hash) are unchanged.  When every case is done, ``predictions.csv`` is
+  rewritten in case order, so identical inputs give byte-identical files whatever the completion order.
+* **Replay misses**: a ``CACHE_MISS`` reply (replay-only cache, replay backend) stops the run with
+  :class:`~routebr_kit.backends.cache.CacheMissError` before the case is written: a missing recording is not a
+  model outcome, so it must not become a fail-closed row.  Committed cases stay; ``resume`` continues later.
+
+:func:`derive_interventions` builds A-state / A-ground offline from a stored RouteBR run: every recorded reply
+(content or failure) is replayed through the controller with the intervention's options — no new calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Mapping, Sequence
+
+from tqdm.auto import tqdm
+
+from .backends.cache import CacheMissError
+from .baselines import DirectBaseline, DirectDecision, prediction_from_direct, rule_citation
+from .core.aio import run_sync
+from .core.assets import Assets
+from .core.calls import Backend, BackendFailure, FailureKind, ModelCall, ModelReply
+from .core.controller import ControllerOptions, Decision, _ask, _jsonable  # noqa: PLC2701 - shared call helpers
+from .core.errors import DataError, ErrorCode
+from .core.hashing import sha256_file, sha256_json
+from .core.records import Case, Split, Stage, System, Terminal
+from .ledger import PredictionRow, RunLedger, prediction_from_decision, source_sha256
+
+KIT_DIR = Path(__file__).resolve().parent
+
+#: Short names accepted wherever a system is named (CLI, notebooks), next to the published ``system_id`` values.
+SYSTEM_NAMES = {"routebr": System.ROUTEBR, "b1": System.B1_DIRECT, "b2": System.B2_DIRECT_GUARD,
+                "a_state": System.A_STATE, "a_ground": System.A_GROUND,
+                **{s.value: s for s in System}}
+#: Manifest fields that must be unchanged for ``resume``.
+RESUME_KEYS = ("system", "repeat_id", "backend", "case_ids", "hashes", "options")
+
+
+def parse_system(name: System | str) -> System:
+    if isinstance(name, System):
+        return name
+    try:
+        return SYSTEM_NAMES[str(name).lower()]
+    except KeyError:
+        raise DataError(ErrorCode.UNKNOWN_ENUM, "one of " + ", ".join(sorted(SYSTEM_NAMES)), got=name,
+                        field="system") from None
+
+
+# --------------------------------------------------------------------------------------------- rate limit
+
+
+class RateLimiter:
+    """Spaces request starts ``60/rpm`` seconds apart (no bursts).  One per run; safe for concurrent callers."""
+
+    def __init__(self, rpm: float, *, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
+        if not rpm or rpm <= 0:
+            raise DataError(ErrorCode.INVALID_VALUE, "a positive requests-per-minute limit", got=rpm, field="rpm")
+        self.rpm = rpm
+        self.interval = 60.0 / rpm
+        self._clock, self._sleep = clock, sleep
+        self._next = float("-inf")
+
+    async def acquire(self) -> None:
+        now = self._clock()
+        slot = max(now, self._next)
+        self._next = slot + self.interval
+        if slot > now:
+            await self._sleep(slot - now)
+
+
+class _RateLimited:
+    """Any backend behind a limiter (backends with ``with_rate_limiter`` limit their own network attempts)."""
+
+    def __init__(self, backend: Backend, limiter: RateLimiter) -> None:
+        self._backend, self._limiter = backend, limiter
+        self.name = backend.name
+
+    async def complete(self, call: ModelCall) -> ModelReply:
+        await self._limiter.acquire()
+        return await self._backend.complete(call)
+
+
+def rate_limited(backend: Backend, limiter: RateLimiter) -> Backend:
+    limit = getattr(backend, "with_rate_limiter", None)
+    return limit(limiter) if callable(limit) else _RateLimited(backend, limiter)
+
+
+# --------------------------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """A finished run: every row of the directory in case order, the manifest, and this invocation's decisions."""
+
+    out_dir: Path
+    system: System
+    rows: tuple[PredictionRow, ...]
+    manifest: Mapping[str, Any]
+    executed: int
+    resumed: int
+    decisions: Mapping[str, Decision | DirectDecision] = field(default_factory=dict)
+
+    @property
+    def summary(self) -> Mapping[str, Any]:
+        return self.manifest["summary"]
+
+    @property
+    def flagged(self) -> tuple[str, ...]:
+        """Profile flags raised by the run (``MODEL_IDENTITY_MISMATCH``)."""
+        return tuple(self.summary["profile_flags"])
+
+
+@dataclass(slots=True)
+class _Exchange:
+    call: ModelCall
+    reply: ModelReply
+
+
+class _CaseRecorder:
+    """Per-case view of the backend that keeps every (call, reply) pair for the receipt."""
+
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
+        self.name = backend.name
+        self.exchanges: list[_Exchange] = []
+
+    async def complete(self, call: ModelCall) -> ModelReply:
+        reply = await _ask(self._backend, call)
+        self.exchanges.append(_Exchange(call, reply))
+        return reply
+
+    def cache_miss(self) -> _Exchange | None:
+        return next((x for x in self.exchanges
+                     if x.reply.failure is not None and x.reply.failure.kind is FailureKind.CACHE_MISS), None)
+
+    def usage(self) -> dict[str, Any]:
+        replies = [x.reply for x in self.exchanges]
+        return {"retry_count": sum(len(r.retries) for r in replies),
+                "input_tokens": sum(r.prompt_tokens for r in replies),
+                "output_tokens": sum(r.completion_tokens for r in replies),
+                "latency_ms": round(sum(r.latency_ms for r in replies), 3)}
+
+
+# --------------------------------------------------------------------------------------------- entry points
+
+
+async def arun_cases(cases: Sequence[Case], backend: Backend, *, system: System | str, assets: Assets,
+                     out_dir: str | Path, concurrency: int = 8, rpm: float | None = None, resume: bool = False,
+                     repeat_id: str = "0", progress: bool = True, fallback: Terminal = Terminal.CLARIFY,
+                     cases_path: str | Path | None = None) -> RunResult:
+    """Run ``cases`` through ``system`` with ``backend`` into ``out_dir`` (see the module docstring)."""
+    system = parse_system(system)
+    if type(concurrency) is not int or concurrency < 1:
+        raise DataError(ErrorCode.INVALID_VALUE, "a concurrency of at least 1", got=concurrency, field="concurrency")
+    engine = _engine(system, assets, fallback)
+    described = describe_backend(backend)
+    manifest = _manifest(system, repeat_id, cases, assets, described, _options(engine), cases_path)
+    manifest["execution"] = {"concurrency": concurrency, "rpm": rpm}
+    live = rate_limited(backend, RateLimiter(rpm)) if rpm is not None else backend
+
+    async def one(case: Case) -> tuple[dict[str, Any], PredictionRow, Decision | DirectDecision]:
+        recorder = _CaseRecorder(live)
+        decision = await engine.aroute(case.request, recorder)
+        missed = recorder.cache_miss()
+        if missed is not None:
+            raise CacheMissError(case.case_id, missed.call.stage.value, missed.reply.failure.message)
+        usage = recorder.usage()
+        if isinstance(decision, DirectDecision):
+            row = prediction_from_direct(decision, repeat_id=repeat_id, **usage)
+        else:
+            row = prediction_from_decision(decision, system.value, repeat_id=repeat_id, **usage)
+        receipt = _receipt(case, system, repeat_id, described["name"], recorder.exchanges, row, decision)
+        if isinstance(engine, DirectBaseline) and engine.guard:
+            citation = rule_citation(decision, case.request, assets.policy)
+            receipt["summary"]["rule_citation"] = None if citation is None else citation.as_dict()
+        return receipt, row, decision
+
+    try:
+        return await _run(cases, one, out_dir=out_dir, manifest=manifest, concurrency=concurrency,
+                          resume=resume, progress=progress, system=system)
+    finally:
+        for used in {id(b): b for b in (live, backend)}.values():  # a rate-limited adapter is its own client
+            closer = getattr(used, "aclose", None)
+            if callable(closer):
+                await closer()
+
+
+def run_cases(cases: Sequence[Case], backend: Backend, **kwargs: Any) -> RunResult:
+    """Synchronous :func:`arun_cases` (safe inside a running event loop, e.g. Jupyter)."""
+    return run_sync(arun_cases(cases, backend, **kwargs))
+
+
+async def aderive_interventions(source_dir: str | Path, cases: Sequence[Case] | Mapping[str, Case], assets: Assets,
+                                out_dir: str | Path, *, system: System | str = System.A_STATE,
+                                resume: bool = False, progress: bool = True,
+                                fallback: Terminal = Terminal.CLARIFY) -> RunResult:
+    """A-state or A-ground from a stored RouteBR run (kit run directory or published result folder), no calls.
+
+    Each case replays its recorded replies (receipt ``responses``, failures included; where a published folder
+    has no receipt, the proposal rebuilt from the row) through the controller with the intervention's options.
+    Rows keep the source row's tokens, latency and retries: they describe the calls that produced the proposal.
+    """
+    system = parse_system(system)
+    if system not in (System.A_STATE, System.A_GROUND):
+        raise DataError(ErrorCode.INVALID_VALUE, "a_state or a_ground", got=system.value, field="system")
+    source = RunLedger(source_dir)
+    source_manifest = source.manifest()
+    if source_manifest.get("system") != System.ROUTEBR.value:
+        raise DataError(ErrorCode.INVALID_VALUE, "a RouteBR run directory (manifest system 'routebr')",
+                        file=str(source.manifest_path), field="system", got=source_manifest.get("system"))
+    source_rows = {row.case_id: row for row in source.committed()}
+    by_id = cases if isinstance(cases, Mapping) else {c.case_id: c for c in cases}
+    missing = [case_id for case_id in source_rows if case_id not in by_id]
+    if missing:
+        raise DataError(ErrorCode.UNKNOWN_REFERENCE, "cases for every row of the source run", field="case_id",
+                        got=missing[:5], file=str(source.predictions_path))
+    chosen = [by_id[case_id] for case_id in source_rows]
+    controller = assets.controller(ControllerOptions.for_system(system, fallback=fallback))
+    described = {"name": f"derived:{source_manifest.get('backend') or source_manifest.get('profile_name')}",
+                 "derived_from": {"system": System.ROUTEBR.value,
+                                  "manifest_sha256": sha256_file(source.manifest_path),
+                                  "predictions_sha256": sha256_file(source.predictions_path)}}
+    manifest = _manifest(system, next(iter(source_rows.values())).repeat_id if source_rows else "0", chosen, assets,
+                         described, _options(controller), None)
+    manifest["execution"] = {"concurrency": 1, "rpm": None, "live_calls": 0}
+
+    async def one(case: Case) -> tuple[dict[str, Any], PredictionRow, Decision]:
+        row = source_rows[case.case_id]
+        path = source.receipt_path(case.case_id)
+        recorded = source.receipt(case.case_id) if path.exists() else _receipt_from_row(row)
+        replay = _RecordedReplies(recorded, name=described["name"])
+        decision = await controller.aroute(case.request, replay)
+        out = prediction_from_decision(decision, system.value, repeat_id=row.repeat_id, retry_count=row.retry_count,
+                                       input_tokens=row.input_tokens, output_tokens=row.output_tokens,
+                                       latency_ms=row.latency_ms)
+        receipt = {"case_id": case.case_id, "system": system.value, "repeat_id": row.repeat_id,
+                   "backend": described["name"],
+                   "derived_from": {"receipt_sha256": sha256_file(path) if path.exists() else None,
+                                    "live_calls": 0},
+                   "calls": recorded.get("calls", []), "responses": recorded.get("responses", []),
+                   "summary": _summary(out, decision)}
+        return receipt, out, decision
+
+    return await _run(chosen, one, out_dir=out_dir, manifest=manifest, concurrency=1, resume=resume,
+                      progress=progress, system=system)
+
+
+def derive_interventions(source_dir: str | Path, cases: Sequence[Case] | Mapping[str, Case], assets: Assets,
+                         out_dir: str | Path, **kwargs: Any) -> RunResult:
+    """Synchronous :func:`aderive_interventions`."""
+    return run_sync(aderive_interventions(source_dir, cases, assets, out_dir, **kwargs))
+
+
+# --------------------------------------------------------------------------------------------- the engine
+
+
+async def _run(cases: Sequence[Case], one: Callable[[Case], Awaitable[tuple[dict[str, Any], PredictionRow, Any]]],
+               *, out_dir: str | Path, manifest: dict[str, Any], concurrency: int, resume: bool, progress: bool,
+               system: System) -> RunResult:
+    ledger = RunLedger(out_dir)
+    order = [c.case_id for c in cases]
+    if len(set(order)) != len(order):
+        dupes = sorted({c for c in order if order.count(c) > 1})
+        raise DataError(ErrorCode.DUPLICATE_ID, "unique case IDs in a run", field="case_id", got=dupes[:5])
+    done: dict[str, PredictionRow] = {}
+    if ledger.exists():
+        if not resume:
+            raise DataError(ErrorCode.INVALID_VALUE, "an output directory without a run (or resume=True)",
+                            file=str(ledger.dir))
+        if ledger.manifest_path.exists():
+            _check_resumable(ledger, manifest)
+        for row in ledger.committed():
+            if row.case_id in done:
+                raise DataError(ErrorCode.DUPLICATE_ID, "one row per case", file=str(ledger.predictions_path),
+                                line=row.line, field="case_id", got=row.case_id)
+            if row.case_id not in manifest["case_ids"]:
+                raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a case of this run", file=str(ledger.predictions_path),
+                                line=row.line, field="case_id", got=row.case_id)
+            done[row.case_id] = row
+    ledger.prepare()
+    ledger.write_manifest({**manifest, "status": "running"})
+    pending = [c for c in cases if c.case_id not in done]
+    decisions: dict[str, Any] = {}
+    fresh: dict[str, PredictionRow] = {}
+    receipts: dict[str, Mapping[str, Any]] = {}
+    bar = tqdm(total=len(pending), desc=system.value, unit="case", disable=not progress, dynamic_ncols=True)
+    todo = iter(pending)
+
+    async def worker() -> None:
+        for case in todo:
+            receipt, row, decision = await one(case)
+            await asyncio.to_thread(ledger.commit, receipt, row)
+            fresh[case.case_id] = row
+            receipts[case.case_id] = receipt
+            decisions[case.case_id] = decision
+            bar.update(1)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(min(concurrency, len(pending))):
+                group.create_task(worker())
+    except BaseExceptionGroup as failed:
+        raise _first(failed) from None
+    finally:
+        bar.close()
+    rows = tuple((done.get(case_id) or fresh[case_id]) for case_id in order)
+    ledger.finalize(rows)
+    summary = _run_summary(rows, lambda case_id: receipts.get(case_id) or ledger.receipt(case_id), system)
+    manifest = {**manifest, "status": "complete", "summary": summary}
+    ledger.write_manifest(manifest)
+    return RunResult(ledger.dir, system, rows, manifest, len(fresh), len(done), decisions)
+
+
+def _first(group: BaseExceptionGroup) -> BaseException:
+    for exc in group.exceptions:
+        return _first(exc) if isinstance(exc, BaseExceptionGroup) else exc
+    return group  # pragma: no cover - an empty group cannot be raised
+
+
+def _engine(system: System, assets: Assets, fallback: Terminal) -> Any:
+    if system.uses_controller:
+        return assets.controller(ControllerOptions.for_system(system, fallback=fallback))
+    return DirectBaseline.for_system(system, assets.catalog, assets.policy, fallback=fallback)
+
+
+def _options(engine: Any) -> dict[str, Any]:
+    if isinstance(engine, DirectBaseline):
+        return {"fallback": engine.fallback.value, "repair": engine.repair}
+    o = engine.options
+    return {"fallback": o.fallback.value, "enforce_state": o.enforce_state, "enable_grounding": o.enable_grounding,
+            "repair": o.repair}
+
+
+def describe_backend(backend: Backend) -> dict[str, Any]:
+    """What the manifest records about a backend: its own ``manifest()`` if it has one, else its name."""
+    describe = getattr(backend, "manifest", None)
+    described = dict(describe()) if callable(describe) else {}
+    described.setdefault("name", backend.name)
+    return described
+
+
+def _manifest(system: System, repeat_id: str, cases: Sequence[Case], assets: Assets, backend: Mapping[str, Any],
+              options: Mapping[str, Any], cases_path: str | Path | None) -> dict[str, Any]:
+    from . import __version__
+
+    hashes = {
+        "cases": sha256_json([_case_view(c) for c in cases]),
+        "cases_file": sha256_file(cases_path) if cases_path is not None else None,
+        "catalog": assets.catalog.sha256,
+        "rules": assets.policy.sha256,
+        "registry": assets.registry.sha256 if assets.registry is not None else None,
+        "prompts": (backend.get("prompts") or {}).get("sha256"),
+        "profile": (backend.get("profile") or {}).get("sha256"),
+        "controller": source_sha256(KIT_DIR / "core"),
+        "baselines": None if system.uses_controller else sha256_file(KIT_DIR / "baselines.py"),
+    }
+    splits = [s.value for s in Split if any(c.split is s for c in cases)]
+    return {
+        "kit_version": __version__,
+        "system": system.value,
+        "split": "+".join(splits),
+        "repeat_id": str(repeat_id),
+        "backend": backend["name"],
+        "simulated": str(backend["name"]).startswith("sim:"),
+        "backend_detail": dict(backend),
+        "options": dict(options),
+        "hashes": hashes,
+        "gold_fields_passed_to_model": False,
+        "case_ids": [c.case_id for c in cases],
+    }
+
+
+def _check_resumable(ledger: RunLedger, manifest: Mapping[str, Any]) -> None:
+    previous = ledger.manifest()
+    changed = [key for key in RESUME_KEYS if previous.get(key) != manifest.get(key)]
+    if changed:
+        detail = changed[0]
+        if detail == "hashes":
+            old, new = previous.get("hashes") or {}, manifest["hashes"]
+            detail = "hashes." + ",".join(sorted(k for k in new if old.get(k) != new[k]))
+        raise DataError(ErrorCode.INCONSISTENT_ASSETS, "the same inputs as the run being resumed",
+                        file=str(ledger.manifest_path), field=detail, got=changed)
+
+
+def _case_view(case: Case) -> dict[str, Any]:
+    r, g = case.request, case.gold
+    return {
+        "case_id": case.case_id, "split": case.split.value, "pair_id": case.pair_id,
+        "scenario_cell": case.scenario_cell, "utterance": r.utterance, "history": list(r.history),
+        "state": r.state.as_dict(),
+        "candidates": [{**e.prompt_view(), "attributes": dict(e.attributes)} for e in r.candidates],
+        "gold": {"action": g.action, "object_difficulty": g.object_difficulty.value, "object_id": g.object_id,
+                 "boundary": g.boundary.value, "final_path": g.final_path, "rule_ids": list(g.rule_ids)},
+    }
+
+
+# --------------------------------------------------------------------------------------------- receipts
+
+
+def _receipt(case: Case, system: System, repeat_id: str, backend: str, exchanges: Sequence[_Exchange],
+             row: PredictionRow, decision: Decision | DirectDecision) -> dict[str, Any]:
+    """Every call's request body and reply, the reported models, the retry events and the decision."""
+    responses = [_response_entry(x) for x in exchanges]
+    return {
+        "case_id": case.case_id,
+        "system": system.value,
+        "repeat_id": repeat_id,
+        "backend": backend,
+        "calls": [{"stage": x.call.stage.value,
+                   "request_body": _jsonable(x.reply.extra.get("request_body", {"payload": x.call.payload}))}
+                  for x in exchanges],
+        "responses": responses,
+        "reported_models": sorted({x.reply.model for x in exchanges if x.reply.model}),
+        "transport_retries": [{"stage": x.call.stage.value, **event} for x in exchanges for event in x.reply.retries],
+        "summary": _summary(row, decision),
+    }
+
+
+def _response_entry(x: _Exchange) -> dict[str, Any]:
+    reply, extra = x.reply, x.reply.extra
+    entry = {
+        "stage": x.call.stage.value,
+        "requested_model": extra.get("requested_model"),
+        "reported_model": reply.model,
+        "usage": _jsonable(extra.get("usage") or {"prompt_tokens": reply.prompt_tokens,
+                                                   "completion_tokens": reply.completion_tokens}),
+        "content": _jsonable(reply.content),
+        "latency_ms": round(reply.latency_ms, 3),
+        "retries": [dict(event) for event in reply.retries],
+        "cache": extra.get("cache"),
+        "failure": None if reply.failure is None else reply.failure.as_dict(),
+    }
+    for key in ("system_fingerprint", "finish_reason", "simulated"):
+        if key in extra:
+            entry[key] = _jsonable(extra[key])
+    return entry
+
+
+def _summary(row: PredictionRow, decision: Decision | DirectDecision) -> dict[str, Any]:
+    return {
+        "pred_action": row.pred_action, "pred_object_id": row.pred_object_id, "pred_boundary": row.pred_boundary,
+        "pred_final_path": row.pred_final_path, "topk": list(row.topk), "valid_json": row.valid_json,
+        "first_pass_valid": row.first_pass_valid, "repair_count": row.repair_count, "calls": row.calls,
+        "fallback_used": row.fallback_used, "reason": decision.reason.value, "decision": decision.as_dict(),
+    }
+
+
+def _receipt_from_row(row: PredictionRow) -> dict[str, Any]:
+    """A published row without a receipt: its accepted proposal, answered to the proposal and repair stages."""
+    content = row.proposal_output
+    return {"calls": [], "responses": [{"stage": Stage.ROUTEBR.value, "content": content},
+                                       {"stage": Stage.REPAIR_ROUTEBR.value, "content": content}]}
+
+
+class _RecordedReplies:
+    """Replays a receipt's replies per stage, failures included (no network, no guessing)."""
+
+    def __init__(self, receipt: Mapping[str, Any], *, name: str) -> None:
+        self.name = name
+        self._replies: dict[Stage, list[ModelReply]] = {}
+        for entry in receipt.get("responses", []):
+            failure = entry.get("failure")
+            reply = ModelReply(
+                content=entry.get("content"), model=entry.get("reported_model"),
+                failure=None if not failure else BackendFailure(FailureKind(failure["kind"]), failure["message"]))
+            self._replies.setdefault(Stage(entry["stage"]), []).append(reply)
+
+    async def complete(self, call: ModelCall) -> ModelReply:
+        queue = self._replies.get(call.stage)
+        if not queue:
+            return ModelReply.failed(FailureKind.CACHE_MISS, f"no recorded reply for {call.request_id} at "
+                                                             f"stage {call.stage.value}")
+        return queue.pop(0)
+
+
+def _run_summary(rows: Sequence[PredictionRow], receipt_of: Callable[[str], Mapping[str, Any]],
+                 system: System) -> dict[str, Any]:
+    """Counts over every row and receipt of the directory, so a resumed run reports the same as a fresh one."""
+    reasons: dict[str, int] = {}
+    identity: list[str] = []
+    reported: set[str] = set()
+    hits = misses = 0
+    citations = []
+    for row in rows:
+        receipt = receipt_of(row.case_id)
+        summary = receipt.get("summary", {})
+        reason = summary.get("reason", "")
+        reasons[reason] = reasons.get(reason, 0) + 1
+        reported.update(receipt.get("reported_models", []))
+        for entry in receipt.get("responses", []):
+            failure = entry.get("failure") or {}
+            if failure.get("kind") == FailureKind.MODEL_IDENTITY.value:
+                identity.append(row.case_id)
+            hits += entry.get("cache") == "hit"
+            misses += entry.get("cache") == "miss"
+        citation = summary.get("rule_citation")
+        if citation:
+            citations.append(citation["correct"])
+    out = {
+        "cases": len(rows),
+        "fail_closed": sum(r.fallback_used for r in rows),
+        "valid_json": sum(r.valid_json for r in rows),
+        "first_pass_valid": sum(bool(r.first_pass_valid) for r in rows),
+        "repairs": sum(r.repair_count or 0 for r in rows),
+        "calls": sum(r.calls or 0 for r in rows),
+        "transport_retries": sum(r.retry_count for r in rows),
+        "input_tokens": sum(r.input_tokens for r in rows),
+        "output_tokens": sum(r.output_tokens for r in rows),
+        "reasons": dict(sorted(reasons.items())),
+        "reported_models": sorted(reported),
+        "model_identity_failures": sorted(set(identity)),
+        "profile_flags": ["MODEL_IDENTITY_MISMATCH"] if identity else [],
+        "cache": {"hits": hits, "misses": misses},
+    }
+    if system is System.B2_DIRECT_GUARD:
+        out["rule_citation"] = {"cited": len(citations), "correct": sum(citations),
+                                "accuracy": round(sum(citations) / len(citations), 6) if citations else None}
+    return out
+
+
+__all__ = ["RESUME_KEYS", "SYSTEM_NAMES", "RateLimiter", "RunResult", "aderive_interventions", "arun_cases",
+           "derive_interventions", "describe_backend", "parse_system", "rate_limited", "run_cases"]

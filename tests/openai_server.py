@@ -1,0 +1,191 @@
+"""A small OpenAI-compatible HTTP server on 127.0.0.1 for tests and benchmarks (standard library only).
+
+``POST <base>/chat/completions`` answers with whatever the ``responder`` returns for the parsed request body:
+a :class:`Reply` (status, JSON or raw body, headers, extra delay), a completion dict, or a content string.  The
+default responder, :func:`valid_answer`, reads only the request (never gold labels) and returns a contract-valid
+answer for the stage it recognises.  The server counts requests and the peak number in flight.
+
+Run as a script for benchmarks: ``python tests/openai_server.py --latency-ms 200`` prints ``READY <base_url>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+DEFAULT_MODEL = "test-model"
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None  # dict -> JSON; str/bytes -> sent as is
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+
+
+Responder = Callable[[dict, int], "Reply | dict | str"]
+
+
+def completion(content: str | None, *, model: str = DEFAULT_MODEL, prompt_tokens: int = 700,
+               completion_tokens: int = 40) -> dict:
+    """A ``chat.completion`` response body."""
+    return {
+        "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": model,
+        "system_fingerprint": "fp_test",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    }
+
+
+def user_payload(request: dict) -> dict:
+    """The JSON payload the adapter put in the user message."""
+    return json.loads(request["messages"][-1]["content"])
+
+
+def valid_answer(request: dict) -> str:
+    """A contract-valid answer computed from the request alone (first compatible action and entity)."""
+    payload = user_payload(request)
+    if "invalid_output" in payload:  # a repair: answer the original stage from the original payload
+        return valid_answer({"messages": [{"content": json.dumps(payload["original_payload"])}]})
+    catalog, entities = payload["catalog"], payload["entities"]
+    action, obj = None, "NONE"
+    for entity in entities:
+        action = next((a["action_id"] for a in catalog if entity["object_type"] in a["required_object_types"]
+                       and "NONE" not in a["required_object_types"]), None)
+        if action:
+            obj = entity["object_id"]
+            break
+    if action is None:
+        action = next(a["action_id"] for a in catalog if "NONE" in a["required_object_types"])
+    answer: dict[str, Any] = {"action_id": action, "object_id": obj, "topk": [action]}
+    if "runtime_context" in payload:
+        answer = {"terminal": "DISPATCH", "boundary": "ALLOW", **answer}
+        if "rules" in payload:
+            answer["rule_ids"] = [payload["rules"][-1]["rule_id"]]
+    return json.dumps(answer)
+
+
+def default_responder(request: dict, number: int) -> dict:
+    return completion(valid_answer(request), model=request.get("model", DEFAULT_MODEL))
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, like a real API
+    disable_nagle_algorithm = True  # headers and body go out at once (no delayed-ACK stalls)
+    server: "_Server"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        owner = self.server.owner
+        raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send(Reply(404, {"error": {"message": f"no route {self.path}"}}))
+            return
+        request = json.loads(raw)
+        number = owner._enter(request, {k.lower(): v for k, v in self.headers.items()})
+        try:
+            answer = owner.responder(request, number)
+            reply = answer if isinstance(answer, Reply) else Reply(
+                body=answer if isinstance(answer, dict) else completion(answer, model=request.get("model")))
+            time.sleep(owner.latency_s + reply.delay_s)
+            self._send(reply)
+        finally:
+            owner._leave()
+
+    def _send(self, reply: Reply) -> None:
+        body = reply.body
+        data = body if isinstance(body, bytes) else (
+            body.encode() if isinstance(body, str) else json.dumps(body, ensure_ascii=False).encode())
+        self.send_response(reply.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in reply.headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # many clients connect at once
+    block_on_close = False
+    owner: "OpenAIServer"
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
+class OpenAIServer:
+    """Serve on 127.0.0.1 in a background thread; use as a context manager."""
+
+    def __init__(self, responder: Responder = default_responder, *, latency_s: float = 0.0, port: int = 0) -> None:
+        self.responder = responder
+        self.latency_s = latency_s
+        self.requests: list[dict] = []
+        self.headers: list[dict[str, str]] = []
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self._lock = threading.Lock()
+        self._httpd = _Server(("127.0.0.1", port), _Handler)
+        self._httpd.owner = self
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="openai-test-server", daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    @property
+    def count(self) -> int:
+        return len(self.requests)
+
+    def _enter(self, request: dict, headers: dict[str, str]) -> int:
+        with self._lock:
+            self.requests.append(request)
+            self.headers.append(headers)
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            return len(self.requests)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    def start(self) -> "OpenAIServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> "OpenAIServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency-ms", type=float, default=200.0)
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    server = OpenAIServer(latency_s=args.latency_ms / 1000, port=args.port)
+    print(f"READY {server.base_url}", flush=True)
+    server._httpd.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
