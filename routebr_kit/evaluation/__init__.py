@@ -1,0 +1,52 @@
+"""The evaluation layer: metrics, statistics, the paper's tables and the published-value scorecard.
+
+It reads only ledgers (:class:`~routebr_kit.ledger.PredictionRow` sequences) and gold cases, so the same code
+scores published, replayed, simulated, local and live runs.  Figures live in :mod:`routebr_kit.evaluation.plots`
+(imported on demand, it needs matplotlib and seaborn).
+"""
+
+from .metrics import (
+    PAPER_PATH_LABELS,
+    Count,
+    PairScores,
+    Scores,
+    calls_of,
+    first_pass_valid_of,
+    flip_pairs,
+    gold_boundary_disagreements,
+    index_cases,
+    macro_f1,
+    score,
+    scores_frame,
+)
+from .published import (
+    Check,
+    PublishedResults,
+    ResultsAudit,
+    Scorecard,
+    audit_results,
+    parse_results_markdown,
+    read_published,
+    scorecard,
+)
+from .stats import Z95, Interval, McNemar, mcnemar, mcnemar_p_published, wilson, wilson_published
+from .tables import (
+    SYSTEM_LABELS,
+    PaperRuns,
+    PaperTables,
+    Source,
+    artifact_ledgers,
+    build_tables,
+    fmt_count,
+    fmt_pct,
+    mcnemar_results,
+    mcnemar_table,
+    pair_grid,
+    paper_runs,
+    paper_tables,
+    rq3_table,
+    rq12_table,
+    screening_table,
+)
+
+__all__ = [name for name in dir() if not name.startswith("_")]
