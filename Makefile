@@ -10,13 +10,15 @@ PARAMS ?= params/default.yaml
 export MPLBACKEND := Agg
 export PYTHONHASHSEED := 0
 
-.PHONY: help venv test test-fast reproduce lab kernel bench clean
+.PHONY: help venv test test-fast lint reproduce lab kernel bench notebooks clean
 
 help:
 	@echo "make reproduce [ARTIFACT=../shared/routebr_artifact]  run every notebook offline into outputs/<run_id>/"
 	@echo "make test                                              unit, property, golden and notebook (nbval) tests"
 	@echo "make lab                                               register the kernel and open JupyterLab"
 	@echo "make bench                                             print the benchmark figures"
+	@echo "make notebooks                                         re-execute the committed notebooks in place"
+	@echo "make lint                                              ruff"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,8 +44,19 @@ kernel: $(STAMP)
 lab: kernel
 	$(VENV)/bin/jupyter lab notebooks/
 
+lint: $(STAMP)
+	$(VENV)/bin/ruff check routebr_kit tests benchmarks tools
+
 bench: $(STAMP)
 	$(PY) benchmarks/bench_controller.py
+	$(PY) benchmarks/bench_tables.py
+	$(PY) benchmarks/bench_generate.py
+	$(PY) benchmarks/bench_offline_backends.py
+	$(PY) benchmarks/bench_metaroute.py
+	$(PY) benchmarks/bench_runner.py --calls 320 --concurrency 8,32
+
+notebooks: $(STAMP)
+	$(PY) tools/refresh_notebooks.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

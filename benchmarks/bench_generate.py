@@ -42,9 +42,9 @@ def main() -> None:
                 for _ in range(args.repeat):
                     with tempfile.TemporaryDirectory() as tmp:
                         out = Path(tmp)
-                        generate.append(timed(lambda: write_benchmark(
-                            generate_benchmark(seed, lang, decouple_entity_state=decouple), out)))
-                        audit.append(timed(lambda: audit_files(
+                        generate.append(timed(lambda s=seed, lang=lang, d=decouple, out=out: write_benchmark(
+                            generate_benchmark(s, lang, decouple_entity_state=d), out)))
+                        audit.append(timed(lambda out=out: audit_files(
                             [out / n for n in CASE_FILES], out / "catalog.csv", out / "boundary_rules.csv",
                             out / "registry.csv")))
             rows.append((lang, decouple, statistics.median(generate), max(generate), statistics.median(audit)))

@@ -73,7 +73,8 @@ def main() -> None:
                       out_dir=Path(tmp) / f"sleep-{concurrency}", concurrency=concurrency, progress=False)
             wall = time.perf_counter() - start
             ideal = total / concurrency
-            print(f"  concurrency {concurrency:2d}: {wall:6.2f} s (ideal {ideal:5.2f} s, efficiency {ideal / wall:.2f})")
+            print(f"  concurrency {concurrency:2d}: {wall:6.2f} s "
+                  f"(ideal {ideal:5.2f} s, efficiency {ideal / wall:.2f})")
 
 
 if __name__ == "__main__":

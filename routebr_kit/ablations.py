@@ -20,8 +20,8 @@ primary-commitment invariant prevents.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Iterable, Mapping, Sequence
 
 from .backends.replay import ReplayBackend
 from .core.aio import run_sync

@@ -16,10 +16,11 @@ Standard library only.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .backends.replay import ReplayBackend
 from .core.aio import run_sync

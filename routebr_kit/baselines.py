@@ -15,8 +15,9 @@ B2 diagnostic: :func:`rule_citation` checks whether the cited rule is the true f
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .core.aio import run_sync
 from .core.calls import Backend, BackendFailure, ModelCall
@@ -29,9 +30,11 @@ from .core.contract import (
     parse_output,
     repair_payload,
 )
+
 # The controller's private call helpers are shared on purpose: one exception-to-failure policy for every caller.
-from .core.controller import NO_REPAIR, ContractLog, _ask, _failure_reason, _jsonable  # noqa: PLC2701
-from .core.errors import ContractError, ContractErrorCode as C, DataError, ErrorCode, short_repr
+from .core.controller import NO_REPAIR, ContractLog, ask_backend, failure_reason, jsonable
+from .core.errors import ContractError, DataError, ErrorCode, short_repr
+from .core.errors import ContractErrorCode as C
 from .core.records import (
     NONE,
     Boundary,
@@ -246,8 +249,8 @@ class DirectDecision:
             "action_id": self.action_id, "object_id": self.object_id, "boundary": self.boundary,
             "final_path": self.final_path, "strict_path": self.strict_path, "reason": self.reason.value,
             "route": None if self.route is None else self.route.as_dict(),
-            "first_output": _jsonable(self.first_output),
-            "repair_output": _jsonable(log.repair_output) if log else None,
+            "first_output": jsonable(self.first_output),
+            "repair_output": jsonable(log.repair_output) if log else None,
             "repair_attempted": self.repair_attempted, "first_pass_valid": self.first_pass_valid,
             "fallback": self.fallback, "error_code": self.error_code,
             "errors": [e.as_dict() for e in self.errors],
@@ -269,7 +272,7 @@ class DirectBaseline:
 
     @classmethod
     def for_system(cls, system: System | str, catalog: Catalog, policy: PolicyEngine, **options: Any
-                   ) -> "DirectBaseline":
+                   ) -> DirectBaseline:
         system = System(system)
         if system not in _STAGE_OF:
             raise DataError(ErrorCode.INVALID_VALUE, "b1_direct or b2_direct_guard", got=system.value, field="system")
@@ -296,17 +299,17 @@ class DirectBaseline:
     async def aroute(self, request: RouteRequest, backend: Backend) -> DirectDecision:
         """One call, at most one format-only repair, else the fail-closed terminal."""
         payload = self.payload(request)
-        first = await _ask(backend, ModelCall(request.request_id, self.stage, payload))
+        first = await ask_backend(backend, ModelCall(request.request_id, self.stage, payload))
         if first.failure is not None:
-            return self._fail_closed(request, _failure_reason(first.failure), None, ContractLog(failure=first.failure))
+            return self._fail_closed(request, failure_reason(first.failure), None, ContractLog(failure=first.failure))
         checked = self.check(first.content, request)
         if checked.ok or not self.repair:
             return self._accept(request, first.content, checked)
         call = ModelCall(request.request_id, self.stage.repair_stage,
                          repair_payload(self.stage, first.content, checked.errors, payload, self.schema))
-        second = await _ask(backend, call)
+        second = await ask_backend(backend, call)
         if second.failure is not None:
-            return self._fail_closed(request, _failure_reason(second.failure), first.content,
+            return self._fail_closed(request, failure_reason(second.failure), first.content,
                                      ContractLog(checked.errors, True, None, (), second.failure))
         return self._after_repair(request, first.content, checked, second.content)
 

@@ -11,7 +11,8 @@ import argparse
 import importlib
 import pkgutil
 import sys
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .core.errors import KitError
 
@@ -54,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
     _load_commands()
-    parser = argparse.ArgumentParser(prog="routebr-kit", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="routebr-kit",
+                                     description="Reproduce, explore and extend RouteBR and MetaRoute-Bench.")
     parser.add_argument("--version", action="version", version=f"routebr-kit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (help_text, configure, handler) in COMMANDS.items():

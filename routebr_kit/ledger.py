@@ -19,9 +19,10 @@ import json
 import os
 import tempfile
 import threading
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from .core.assets import read_csv
 from .core.controller import Decision

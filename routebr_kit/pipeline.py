@@ -25,10 +25,11 @@ import logging
 import platform
 import subprocess
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .core.errors import DataError, ErrorCode
 from .core.hashing import sha256_file
@@ -62,7 +63,7 @@ class RunPlan:
     with_artifact: Mapping[str, Any]
 
     @classmethod
-    def load(cls, path: str | Path) -> "RunPlan":
+    def load(cls, path: str | Path) -> RunPlan:
         import yaml
 
         path = Path(path)
@@ -200,7 +201,7 @@ def _write_manifest(out: Path, plan: RunPlan, artifact: str | None, results: lis
         "params_file": plan.source,
         "params_name": plan.name,
         "artifact": artifact,
-        "finished_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "finished_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "kit_version": __version__,
         "git_commit": _git_commit(),
         "python": platform.python_version(),

@@ -24,21 +24,28 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 from tqdm.auto import tqdm
 
 from .backends.cache import CacheMissError
-from .baselines import DirectBaseline, DirectDecision, prediction_from_direct, rule_citation
+from .backends.replay import ReplayBackend
+from .baselines import (
+    DirectBaseline,
+    DirectDecision,
+    prediction_from_direct,
+    rule_citation,
+)
 from .core.aio import run_sync
 from .core.assets import Assets
-from .core.calls import Backend, BackendFailure, FailureKind, ModelCall, ModelReply
-from .core.controller import ControllerOptions, Decision, _ask, _jsonable  # noqa: PLC2701 - shared call helpers
+from .core.calls import Backend, FailureKind, ModelCall, ModelReply
+from .core.controller import ControllerOptions, Decision, ask_backend, jsonable
 from .core.errors import DataError, ErrorCode
 from .core.hashing import sha256_file, sha256_json
-from .core.records import Case, Split, Stage, System, Terminal
+from .core.records import Case, Split, System, Terminal
 from .ledger import PredictionRow, RunLedger, prediction_from_decision, source_sha256
 
 KIT_DIR = Path(__file__).resolve().parent
@@ -141,7 +148,7 @@ class _CaseRecorder:
         self.exchanges: list[_Exchange] = []
 
     async def complete(self, call: ModelCall) -> ModelReply:
-        reply = await _ask(self._backend, call)
+        reply = await ask_backend(self._backend, call)
         self.exchanges.append(_Exchange(call, reply))
         return reply
 
@@ -240,19 +247,22 @@ async def aderive_interventions(source_dir: str | Path, cases: Sequence[Case] | 
                          described, _options(controller), None)
     manifest["execution"] = {"concurrency": 1, "rpm": None, "live_calls": 0}
 
+    receipts = {case_id: source.receipt_path(case_id) for case_id in source_rows}
+    receipts = {case_id: path for case_id, path in receipts.items() if path.exists()}
+    replay = ReplayBackend.from_sources(source_rows.values(), receipts.values(), name=described["name"])
+
     async def one(case: Case) -> tuple[dict[str, Any], PredictionRow, Decision]:
         row = source_rows[case.case_id]
-        path = source.receipt_path(case.case_id)
-        recorded = source.receipt(case.case_id) if path.exists() else _receipt_from_row(row)
-        replay = _RecordedReplies(recorded, name=described["name"])
+        path = receipts.get(case.case_id)
+        recorded = source.receipt(case.case_id) if path else {"calls": [], "responses": []}
         decision = await controller.aroute(case.request, replay)
         out = prediction_from_decision(decision, system.value, repeat_id=row.repeat_id, retry_count=row.retry_count,
                                        input_tokens=row.input_tokens, output_tokens=row.output_tokens,
                                        latency_ms=row.latency_ms)
         receipt = {"case_id": case.case_id, "system": system.value, "repeat_id": row.repeat_id,
                    "backend": described["name"],
-                   "derived_from": {"receipt_sha256": sha256_file(path) if path.exists() else None,
-                                    "live_calls": 0},
+                   "derived_from": {"receipt_sha256": sha256_file(path) if path else None,
+                                    "replayed_from": "receipt" if path else "predictions_row", "live_calls": 0},
                    "calls": recorded.get("calls", []), "responses": recorded.get("responses", []),
                    "summary": _summary(out, decision)}
         return receipt, out, decision
@@ -423,7 +433,7 @@ def _receipt(case: Case, system: System, repeat_id: str, backend: str, exchanges
         "repeat_id": repeat_id,
         "backend": backend,
         "calls": [{"stage": x.call.stage.value,
-                   "request_body": _jsonable(x.reply.extra.get("request_body", {"payload": x.call.payload}))}
+                   "request_body": jsonable(x.reply.extra.get("request_body", {"payload": x.call.payload}))}
                   for x in exchanges],
         "responses": responses,
         "reported_models": sorted({x.reply.model for x in exchanges if x.reply.model}),
@@ -438,9 +448,9 @@ def _response_entry(x: _Exchange) -> dict[str, Any]:
         "stage": x.call.stage.value,
         "requested_model": extra.get("requested_model"),
         "reported_model": reply.model,
-        "usage": _jsonable(extra.get("usage") or {"prompt_tokens": reply.prompt_tokens,
+        "usage": jsonable(extra.get("usage") or {"prompt_tokens": reply.prompt_tokens,
                                                    "completion_tokens": reply.completion_tokens}),
-        "content": _jsonable(reply.content),
+        "content": jsonable(reply.content),
         "latency_ms": round(reply.latency_ms, 3),
         "retries": [dict(event) for event in reply.retries],
         "cache": extra.get("cache"),
@@ -448,7 +458,7 @@ def _response_entry(x: _Exchange) -> dict[str, Any]:
     }
     for key in ("system_fingerprint", "finish_reason", "simulated"):
         if key in extra:
-            entry[key] = _jsonable(extra[key])
+            entry[key] = jsonable(extra[key])
     return entry
 
 
@@ -459,34 +469,6 @@ def _summary(row: PredictionRow, decision: Decision | DirectDecision) -> dict[st
         "first_pass_valid": row.first_pass_valid, "repair_count": row.repair_count, "calls": row.calls,
         "fallback_used": row.fallback_used, "reason": decision.reason.value, "decision": decision.as_dict(),
     }
-
-
-def _receipt_from_row(row: PredictionRow) -> dict[str, Any]:
-    """A published row without a receipt: its accepted proposal, answered to the proposal and repair stages."""
-    content = row.proposal_output
-    return {"calls": [], "responses": [{"stage": Stage.ROUTEBR.value, "content": content},
-                                       {"stage": Stage.REPAIR_ROUTEBR.value, "content": content}]}
-
-
-class _RecordedReplies:
-    """Replays a receipt's replies per stage, failures included (no network, no guessing)."""
-
-    def __init__(self, receipt: Mapping[str, Any], *, name: str) -> None:
-        self.name = name
-        self._replies: dict[Stage, list[ModelReply]] = {}
-        for entry in receipt.get("responses", []):
-            failure = entry.get("failure")
-            reply = ModelReply(
-                content=entry.get("content"), model=entry.get("reported_model"),
-                failure=None if not failure else BackendFailure(FailureKind(failure["kind"]), failure["message"]))
-            self._replies.setdefault(Stage(entry["stage"]), []).append(reply)
-
-    async def complete(self, call: ModelCall) -> ModelReply:
-        queue = self._replies.get(call.stage)
-        if not queue:
-            return ModelReply.failed(FailureKind.CACHE_MISS, f"no recorded reply for {call.request_id} at "
-                                                             f"stage {call.stage.value}")
-        return queue.pop(0)
 
 
 def _run_summary(rows: Sequence[PredictionRow], receipt_of: Callable[[str], Mapping[str, Any]],

@@ -22,9 +22,10 @@ from __future__ import annotations
 import enum
 import os
 import shutil
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -71,7 +72,7 @@ class ScreeningConfig:
     @classmethod
     def from_parameters(cls, *, source: str, profiles: Sequence[str], split: str, cases_path: str | Path,
                         artifact_dir: str | Path, out_dir: str | Path, seed: int = 0, include_lexical: bool = True,
-                        profiles_path: str | Path | None = None, concurrency: int = 8) -> "ScreeningConfig":
+                        profiles_path: str | Path | None = None, concurrency: int = 8) -> ScreeningConfig:
         try:
             chosen = ScreeningSource(source)
         except ValueError:
@@ -359,5 +360,6 @@ def screening_figure(screening: Screening) -> Any:
 
 
 __all__ = ["COUNT_TOLERANCE", "PATH_TOLERANCE_POINTS", "Screening", "ScreeningConfig", "ScreeningSource",
-           "compare_with_published", "held_out_table", "label", "missing_api_keys", "published_runs", "run_backend", "run_screening",
+           "compare_with_published", "held_out_table", "label", "missing_api_keys", "published_runs", "run_backend",
+           "run_screening",
            "screening_cases", "screening_figure", "seed_sweep", "simulated_rows"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from routebr_kit.dataset import Benchmark, Manifest, generate_benchmark, write_benchmark
@@ -12,7 +12,7 @@ LANGUAGES = ("en", "zh")
 VARIANTS = [(seed, lang, decouple) for seed in SEEDS for lang in LANGUAGES for decouple in (False, True)]
 
 
-@lru_cache(maxsize=None)
+@cache
 def bench(seed: int, language: str, decouple: bool = False) -> Benchmark:
     return generate_benchmark(seed, language, decouple_entity_state=decouple)
 

@@ -15,9 +15,10 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 DEFAULT_MODEL = "test-model"
 
@@ -81,7 +82,7 @@ def default_responder(request: dict, number: int) -> dict:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, like a real API
     disable_nagle_algorithm = True  # headers and body go out at once (no delayed-ACK stalls)
-    server: "_Server"
+    server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
         pass
@@ -120,7 +121,7 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # many clients connect at once
     block_on_close = False
-    owner: "OpenAIServer"
+    owner: OpenAIServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
@@ -162,7 +163,7 @@ class OpenAIServer:
         with self._lock:
             self.in_flight -= 1
 
-    def start(self) -> "OpenAIServer":
+    def start(self) -> OpenAIServer:
         self._thread.start()
         return self
 
@@ -170,7 +171,7 @@ class OpenAIServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def __enter__(self) -> "OpenAIServer":
+    def __enter__(self) -> OpenAIServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

@@ -7,7 +7,8 @@ import json
 
 import pytest
 from core_fixtures import A1, A3, A4, A5, CATALOG, POLICY, request
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import routebr_kit as rk
 from routebr_kit.backends import ScriptedBackend
@@ -89,7 +90,8 @@ def test_accepted_route_scores_with_its_own_terminal():
 
 
 def test_format_repair_then_accept_records_first_pass_invalid():
-    backend = ScriptedBackend({S.B2_DIRECT_GUARD: ["```json\n{}```"], S.REPAIR_B2_DIRECT_GUARD: [route(rule_ids=["R999"])]})
+    backend = ScriptedBackend({S.B2_DIRECT_GUARD: ["```json\n{}```"],
+                               S.REPAIR_B2_DIRECT_GUARD: [route(rule_ids=["R999"])]})
     decision = B2.route(request(), backend)
     assert decision.valid and not decision.first_pass_valid and decision.calls == 2
     assert backend.stages() == [S.B2_DIRECT_GUARD, S.REPAIR_B2_DIRECT_GUARD]

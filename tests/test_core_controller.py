@@ -6,9 +6,9 @@ import asyncio
 import json
 
 import pytest
+from core_fixtures import A1, A3, A4, A5, CATALOG, POLICY, controller, proposal, request, scripted
 
 import routebr_kit as rk
-from core_fixtures import A1, A3, A4, A5, CATALOG, POLICY, controller, proposal, request, scripted
 from routebr_kit.core.calls import FailureKind, ModelReply
 
 C = rk.ContractErrorCode
@@ -231,7 +231,7 @@ class _Returns:
 @pytest.mark.parametrize("backend, reason", [
     (_Raises(ConnectionError("refused")), R.FAIL_CLOSED_BACKEND_ERROR),
     (_Raises(TimeoutError("slow")), R.FAIL_CLOSED_BACKEND_TIMEOUT),
-    (_Raises(asyncio.TimeoutError()), R.FAIL_CLOSED_BACKEND_TIMEOUT),
+    (_Raises(TimeoutError()), R.FAIL_CLOSED_BACKEND_TIMEOUT),
     (_Raises(KeyError("choices")), R.FAIL_CLOSED_BACKEND_ERROR),
     (_Returns("not a reply"), R.FAIL_CLOSED_BACKEND_ERROR),
     (_Returns(ModelReply.failed(FailureKind.MODEL_IDENTITY, "gpt-x")), R.FAIL_CLOSED_MODEL_IDENTITY),

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
+from core_fixtures import CATALOG, POLICY, request
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import routebr_kit as rk
-from core_fixtures import CATALOG, POLICY, request
 from routebr_kit.core.contract import check_proposal, clean_proposal
 
 ACTIONS = list(CATALOG.ids)

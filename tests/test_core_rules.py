@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from core_fixtures import A1, A3, A4, A5, CATALOG
 
 import routebr_kit as rk
-from core_fixtures import A1, A3, A4, A5, CATALOG
 
 E = rk.ErrorCode
 
@@ -96,7 +96,8 @@ def test_invalid_conditions_are_rejected_at_load(condition, code):
 
 
 def test_describe_is_readable():
-    cond = rk.Condition.parse({"amount": {"lte": {"field": "limit"}}, "channel": {"in": ["app"]}, "k": {"exists": False}})
+    cond = rk.Condition.parse({"amount": {"lte": {"field": "limit"}}, "channel": {"in": ["app"]},
+                               "k": {"exists": False}})
     assert cond.describe() == 'amount <= field limit AND channel in ["app"] AND k is missing'
     assert cond.fields() == {"amount", "limit", "channel", "k"}
 

@@ -5,16 +5,21 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from dataset_fixtures import VARIANTS, bench
 from hypothesis import given
 from hypothesis import strategies as st
 
 import routebr_kit as rk
 from routebr_kit.core.records import Boundary, ObjectDifficulty, Split
 from routebr_kit.dataset import Partition
-from routebr_kit.dataset.composition import (CUE_CELLS, MIN_PRIORITY_DECIDED_CONFIRM, UNRESOLVABLE, allocate,
-                                             apportion, spread)
-
-from dataset_fixtures import VARIANTS, bench
+from routebr_kit.dataset.composition import (
+    CUE_CELLS,
+    MIN_PRIORITY_DECIDED_CONFIRM,
+    UNRESOLVABLE,
+    allocate,
+    apportion,
+    spread,
+)
 
 A1, A2, A3, A4, A5 = ("A1_ADVISORY", "A2_INFO_LOOKUP", "A3_ACCOUNT_ANALYSIS", "A4_SUPPORT_RESPONSE",
                       "A5_PROTECTED_ACTION")

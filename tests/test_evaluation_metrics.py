@@ -8,8 +8,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routebr_kit.core import Boundary, Case, DataError, ErrorCode, Gold, ObjectDifficulty, RouteRequest, \
-    RuntimeState, Split
+from routebr_kit.core import (
+    Boundary,
+    Case,
+    DataError,
+    ErrorCode,
+    Gold,
+    ObjectDifficulty,
+    RouteRequest,
+    RuntimeState,
+    Split,
+)
 from routebr_kit.evaluation import PAPER_PATH_LABELS, flip_pairs, macro_f1, score, scores_frame
 from routebr_kit.ledger import PredictionRow
 

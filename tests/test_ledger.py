@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+
 import pytest
 
 import routebr_kit as rk

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import routebr_kit as rk
 from routebr_kit.artifact import Artifact
@@ -14,10 +15,10 @@ from routebr_kit.backends.lexical import LexicalBackend, Lexicon, find_cues
 from routebr_kit.backends.registry import make_backend
 from routebr_kit.core.aio import run_sync
 from routebr_kit.core.assets import load_cases
-from routebr_kit.dataset.generate import generate_benchmark
-from routebr_kit.dataset.composition import Partition
 from routebr_kit.core.calls import FailureKind, ModelCall
 from routebr_kit.core.records import Stage
+from routebr_kit.dataset.composition import Partition
+from routebr_kit.dataset.generate import generate_benchmark
 from routebr_kit.evaluation.metrics import score
 from routebr_kit.runner import run_cases
 
@@ -78,7 +79,8 @@ def test_the_primary_action_follows_the_counted_cues(backend, request_text, acti
 
 def test_negated_cues_and_cues_in_side_remarks_do_not_count():
     lexicon = Lexicon.load(language="zh")
-    hits = {h.phrase: h.weight for h in find_cues("请说明它是否适合我，别直接替我下单。如果后续要操作，请先告诉我。", lexicon)}
+    text = "请说明它是否适合我，别直接替我下单。如果后续要操作，请先告诉我。"
+    hits = {h.phrase: h.weight for h in find_cues(text, lexicon)}
     assert hits == {"适合": 1.0, "下单": 0.0, "要操作": 0.0}
     # a negator inside a longer word (特别) is not a negation
     assert {h.phrase: h.weight for h in find_cues("特别适合我吗", lexicon)} == {"适合": 1.0}

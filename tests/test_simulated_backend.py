@@ -9,7 +9,8 @@ import random
 import statistics
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import routebr_kit as rk
 from routebr_kit.artifact import PROFILE_LABELS, Artifact
@@ -31,7 +32,8 @@ from routebr_kit.backends.simulated import (
 from routebr_kit.baselines import direct_payload
 from routebr_kit.core.aio import run_sync
 from routebr_kit.core.calls import FailureKind, ModelCall
-from routebr_kit.core.records import ObjectDifficulty as D, ReasonCode, Stage, Terminal
+from routebr_kit.core.records import ObjectDifficulty as D
+from routebr_kit.core.records import ReasonCode, Stage, Terminal
 from routebr_kit.evaluation.metrics import score
 from routebr_kit.runner import run_cases
 from routebr_kit.screening import (
@@ -299,7 +301,8 @@ def test_a_simulator_needs_cases_and_an_integer_seed(select):
 
 def test_the_registry_builds_simulators_and_profiles_document_themselves(select):
     backend = make_backend("sim:ohmygpt_gpt4o_historical", cases=select, seed=3)
-    assert isinstance(backend, SimulatedBackend) and backend.seed == 3 and backend.name == "sim:ohmygpt_gpt4o_historical"
+    assert isinstance(backend, SimulatedBackend) and backend.seed == 3
+    assert backend.name == "sim:ohmygpt_gpt4o_historical"
     table = profile_table()
     assert [row["profile"] for row in table] == list(PROFILE_LABELS)
     assert table[0]["confusions"].startswith("A3→A2")

@@ -5,8 +5,8 @@
     .venv/bin/python tools/refresh_notebooks.py --check         # only verify hygiene (used by tests)
 
 Hygiene rules (also asserted by tests/test_notebook_hygiene.py): kernelspec ``python3``; exactly one cell tagged
-``parameters``; no ``papermill`` or ``execution`` cell metadata; execution counts 1..N (nbval needs them); language_info reduced to its
-name; progress bars disabled while executing (``TQDM_DISABLE=1``).
+``parameters``; no ``papermill`` or ``execution`` cell metadata; execution counts 1..N (nbval needs them);
+language_info reduced to its name; progress bars disabled while executing (``TQDM_DISABLE=1``).
 """
 
 from __future__ import annotations

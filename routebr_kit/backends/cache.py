@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import enum
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..core.errors import KitError
 from ..core.hashing import sha256_json

@@ -30,11 +30,12 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..core.calls import FailureKind, ModelCall, ModelReply
 from ..core.errors import DataError, ErrorCode
@@ -77,7 +78,7 @@ class Lexicon:
     _patterns: tuple[tuple[re.Pattern[str], str, float], ...] = field(default=(), repr=False, compare=False)
 
     @classmethod
-    def load(cls, source: str | Path | None = None, *, language: str = "zh") -> "Lexicon":
+    def load(cls, source: str | Path | None = None, *, language: str = "zh") -> Lexicon:
         """A lexicon file (default: the packaged ``resources/lexicon_<language>.json``)."""
         if source is None:
             if language not in LANGUAGES:
@@ -98,7 +99,7 @@ class Lexicon:
         return cls.from_dict(data, file=name)
 
     @classmethod
-    def from_dict(cls, data: Any, *, file: str = "<lexicon>") -> "Lexicon":
+    def from_dict(cls, data: Any, *, file: str = "<lexicon>") -> Lexicon:
         def need(key: str, kind: type | tuple[type, ...]) -> Any:
             value = data.get(key) if isinstance(data, Mapping) else None
             if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:

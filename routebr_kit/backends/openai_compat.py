@@ -32,7 +32,8 @@ import json
 import os
 import random
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import openai
 
@@ -187,7 +188,7 @@ class OpenAICompatBackend:
         if client is not None:
             await client.close()
 
-    def with_rate_limiter(self, limiter: Any) -> "OpenAICompatBackend":
+    def with_rate_limiter(self, limiter: Any) -> OpenAICompatBackend:
         """The same backend whose network attempts (not cache hits) wait for ``limiter``."""
         return OpenAICompatBackend(self.profile, self.prompts, cache=self.cache, seed=self.seed, rate_limiter=limiter)
 

@@ -6,8 +6,9 @@ OpenAI-compatible adapter pulls in the ``openai`` SDK only when a profile is ask
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ..core.errors import DataError, ErrorCode
 from ..core.records import Case, Catalog

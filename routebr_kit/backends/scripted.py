@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import inspect
 from collections import deque
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..core.errors import KitError
 from ..core.records import Stage

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..cli import command
@@ -21,7 +21,7 @@ def reproduce(args: argparse.Namespace) -> int:
     from ..pipeline import REPO, RunPlan, run
 
     plan = RunPlan.load(args.params)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out = args.out or REPO / "outputs" / f"{plan.name}-{stamp}"
     status = run(plan, out, artifact=args.artifact, progress=not args.no_progress)
     print(f"{'finished' if status == 0 else 'FAILED'}: {out / 'README.md'}")

@@ -73,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
                            concurrency=args.concurrency, rpm=args.rpm, resume=args.resume, repeat_id=args.repeat_id,
                            progress=progress, cases_path=args.cases)
     s = result.summary
-    print_table([{"system": result.system.value, "split": result.manifest["split"], "backend": result.manifest["backend"],
+    print_table([{"system": result.system.value, "split": result.manifest["split"],
+                  "backend": result.manifest["backend"],
                   "cases": s["cases"], "run_now": result.executed, "resumed": result.resumed,
                   "fail_closed": s["fail_closed"], "calls": s["calls"], "cache_hits": s["cache"]["hits"]}])
     print(f"wrote {args.out}/predictions.csv, raw/ and run_manifest.json")

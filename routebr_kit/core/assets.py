@@ -11,10 +11,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from .controller import Controller, ControllerOptions
 from .errors import DataError, ErrorCode

@@ -8,8 +8,9 @@ A backend receives a :class:`ModelCall` and returns a :class:`ModelReply`.  It r
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .records import Stage
 
@@ -56,7 +57,7 @@ class ModelReply:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
-    def failed(cls, kind: FailureKind, message: str, **kwargs: Any) -> "ModelReply":
+    def failed(cls, kind: FailureKind, message: str, **kwargs: Any) -> ModelReply:
         return cls(failure=BackendFailure(kind, message), **kwargs)
 
     @property

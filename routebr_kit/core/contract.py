@@ -15,10 +15,12 @@ The same building blocks validate the B1/B2 one-call routes (:mod:`routebr_kit.b
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
-from .errors import ContractError, ContractErrorCode as C, short_repr
+from .errors import ContractError, short_repr
+from .errors import ContractErrorCode as C
 from .records import NONE, UNRESOLVED, Catalog, CatalogAction, Entity, Proposal, Stage
 
 MAX_TOPK = 3

@@ -12,10 +12,10 @@ interventions).
 
 from __future__ import annotations
 
-import asyncio
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import Any
 
 from .aio import run_sync
 from .calls import Backend, BackendFailure, FailureKind, ModelCall, ModelReply
@@ -78,7 +78,7 @@ class ControllerOptions:
                             got="DISPATCH", field="fallback")
 
     @classmethod
-    def for_system(cls, system: System | str, **overrides: Any) -> "ControllerOptions":
+    def for_system(cls, system: System | str, **overrides: Any) -> ControllerOptions:
         system = System(system)
         if not system.uses_controller:
             raise DataError(ErrorCode.INVALID_VALUE, "routebr, a_state or a_ground", got=system.value,
@@ -253,8 +253,8 @@ class Decision:
             "grounding_enabled": self.options.enable_grounding,
             "object_resolution": self.object_resolution.value,
             "proposal": None if self.proposal is None else self.proposal.as_dict(),
-            "first_output": _jsonable(self.first_output),
-            "repair_output": _jsonable(self.repair_output),
+            "first_output": jsonable(self.first_output),
+            "repair_output": jsonable(self.repair_output),
             "repair_attempted": self.repair_attempted,
             "first_pass_valid": self.first_pass_valid,
             "fallback": self.fallback,
@@ -288,7 +288,7 @@ class Controller:
         self.hashes = AssetHashes(catalog.sha256, policy.sha256, registry_sha256)
         self._context = DecisionContext(self.hashes, options)
 
-    def with_options(self, **changes: Any) -> "Controller":
+    def with_options(self, **changes: Any) -> Controller:
         """A controller over the same assets with some options changed (e.g. ``enforce_state=False``)."""
         return Controller(self.catalog, self.policy, replace(self.options, **changes),
                           registry_sha256=self.hashes.registry)
@@ -308,17 +308,17 @@ class Controller:
     async def aroute(self, request: RouteRequest, backend: Backend) -> Decision:
         """Algorithm 1 with a live (or simulated, or scripted) backend."""
         payload = self.proposal_payload(request)
-        first = await _ask(backend, ModelCall(request.request_id, Stage.ROUTEBR, payload))
+        first = await ask_backend(backend, ModelCall(request.request_id, Stage.ROUTEBR, payload))
         if first.failure is not None:
-            return self._fail_closed(request, _failure_reason(first.failure), None, ContractLog(failure=first.failure))
+            return self._fail_closed(request, failure_reason(first.failure), None, ContractLog(failure=first.failure))
         checked = check_proposal(first.content, self.catalog, request.candidate_index)
         if checked.ok or not self.options.repair:
             return self._accept(request, first.content, checked)
         call = ModelCall(request.request_id, Stage.REPAIR_ROUTEBR,
                          repair_payload(Stage.ROUTEBR, first.content, checked.errors, payload, PROPOSAL_SCHEMA))
-        second = await _ask(backend, call)
+        second = await ask_backend(backend, call)
         if second.failure is not None:
-            return self._fail_closed(request, _failure_reason(second.failure), first.content,
+            return self._fail_closed(request, failure_reason(second.failure), first.content,
                                      ContractLog(checked.errors, True, None, (), second.failure))
         return self._after_repair(request, first.content, checked, second.content)
 
@@ -398,15 +398,16 @@ class Controller:
 _TERMINAL_OF = {b: Terminal.from_boundary(b) for b in Boundary}
 
 
-def _failure_reason(failure: BackendFailure) -> ReasonCode:
+def failure_reason(failure: BackendFailure) -> ReasonCode:
+    """The fail-closed reason code of a backend failure."""
     return _FAILURE_REASON.get(failure.kind, ReasonCode.FAIL_CLOSED_BACKEND_ERROR)
 
 
-async def _ask(backend: Backend, call: ModelCall) -> ModelReply:
+async def ask_backend(backend: Backend, call: ModelCall) -> ModelReply:
     """Call a backend; any exception or malformed return value becomes a failure reply."""
     try:
         reply = await backend.complete(call)
-    except (asyncio.TimeoutError, TimeoutError) as exc:
+    except TimeoutError as exc:
         return ModelReply.failed(FailureKind.TIMEOUT, f"{type(exc).__name__}: {exc}"[:300])
     except Exception as exc:  # noqa: BLE001 - every backend problem must end fail-closed, never crash a run
         return ModelReply.failed(FailureKind.EXCEPTION, f"{type(exc).__name__}: {exc}"[:300])
@@ -415,13 +416,14 @@ async def _ask(backend: Backend, call: ModelCall) -> ModelReply:
     return reply
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """A JSON-ready copy of a raw model output (mappings, sequences and scalars kept; anything else as repr)."""
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     return repr(value)
 
 

@@ -93,7 +93,7 @@ class DataError(KitError, ValueError):
     def location(self) -> Location:
         return Location(self.file, self.line, self.field)
 
-    def at(self, *, file: str | None = None, line: int | None = None, field: str | None = None) -> "DataError":
+    def at(self, *, file: str | None = None, line: int | None = None, field: str | None = None) -> DataError:
         """The same error, located (fields already set are kept)."""
         return DataError(
             self.code,

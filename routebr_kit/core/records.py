@@ -8,9 +8,10 @@ the published artifact; code and tests rely on the enum members.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 #: Object sentinels of the proposal contract.
 UNRESOLVED = "UNRESOLVED"
@@ -40,7 +41,7 @@ class Terminal(str, enum.Enum):
     REJECT = "REJECT"
 
     @classmethod
-    def from_boundary(cls, boundary: Boundary) -> "Terminal":
+    def from_boundary(cls, boundary: Boundary) -> Terminal:
         return cls.DISPATCH if boundary is Boundary.ALLOW else cls(boundary.value)
 
 
@@ -59,7 +60,7 @@ class Stage(str, enum.Enum):
         return self.value.startswith("REPAIR_")
 
     @property
-    def repair_stage(self) -> "Stage":
+    def repair_stage(self) -> Stage:
         """The repair stage that belongs to this (non-repair) stage."""
         if self.is_repair:
             raise ValueError(f"{self.value} is already a repair stage")
@@ -191,7 +192,7 @@ class RuntimeState:
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)
 
-    def replace(self, **changes: Any) -> "RuntimeState":
+    def replace(self, **changes: Any) -> RuntimeState:
         return RuntimeState({**self.values, **changes})
 
     def as_dict(self) -> dict[str, Any]:
@@ -212,7 +213,7 @@ class RouteRequest:
     def __post_init__(self) -> None:
         object.__setattr__(self, "candidate_index", MappingProxyType({e.object_id: e for e in self.candidates}))
 
-    def with_state(self, state: RuntimeState) -> "RouteRequest":
+    def with_state(self, state: RuntimeState) -> RouteRequest:
         return RouteRequest(self.request_id, self.utterance, self.history, state, self.candidates)
 
 

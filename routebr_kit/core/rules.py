@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import enum
 import json
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from .errors import DataError, ErrorCode
 from .hashing import sha256_json
@@ -148,7 +149,7 @@ class Condition:
     source: Mapping[str, Any]
 
     @classmethod
-    def parse(cls, source: Any) -> "Condition":
+    def parse(cls, source: Any) -> Condition:
         """Parse and validate a ``condition_json`` value; raises :class:`DataError` (field ``condition_json``)."""
         if not isinstance(source, Mapping):
             raise DataError(ErrorCode.INVALID_CONDITION, "a JSON object of state predicates", got=source,

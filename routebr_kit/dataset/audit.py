@@ -32,10 +32,11 @@ import enum
 import json
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ..core.assets import (
     CASE_COLUMNS,
@@ -214,7 +215,7 @@ class AuditStats:
         rows = []
         for split in [*(s.value for s in Split if s.value in self.splits), "ALL"]:
             n = self.rows if split == "ALL" else self.splits[split]
-            pick = (lambda m: sum(m.values())) if split == "ALL" else (lambda m: m.get(split, 0))
+            pick = (lambda m: sum(m.values())) if split == "ALL" else (lambda m, s=split: m.get(s, 0))
             rows.append({"split": split, "cases": n, "dispatchable": pick(self.dispatchable),
                          "bounded": n - pick(self.dispatchable), "priority_decided": pick(self.priority_decided),
                          "object_gate": pick(self.object_gate)})

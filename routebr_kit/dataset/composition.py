@@ -19,9 +19,10 @@ from __future__ import annotations
 import enum
 import random
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from ..core.errors import DataError, ErrorCode
 from ..core.records import Boundary, ObjectDifficulty, Split

@@ -23,10 +23,11 @@ import csv
 import io
 import json
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..core.assets import CASE_COLUMNS, Assets, load_assets
 from ..core.controller import Controller
@@ -58,7 +59,7 @@ class AssetPaths:
     registry: Path
 
     @classmethod
-    def kit(cls, language: Language, data_dir: str | Path | None = None) -> "AssetPaths":
+    def kit(cls, language: Language, data_dir: str | Path | None = None) -> AssetPaths:
         root = Path(data_dir) if data_dir is not None else KIT_DATA_DIR
         return cls(root / CATALOG_FILE, root / RULES_FILE, root / f"registry_{language.value}.csv")
 
@@ -90,7 +91,7 @@ class BenchmarkConfig:
     def paths(self) -> AssetPaths:
         return AssetPaths.kit(self.language, self.data_dir)
 
-    def generate(self) -> "Benchmark":
+    def generate(self) -> Benchmark:
         """Plan, write and label the 600 cases."""
         return _generate(self)
 

@@ -12,8 +12,9 @@ UNDERSPECIFIED names none.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from ..core.errors import DataError, ErrorCode
 from ..core.records import NONE, UNRESOLVED, Entity, ObjectDifficulty, Registry

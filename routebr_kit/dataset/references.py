@@ -9,8 +9,8 @@ The generator checks its own output with this; the audit checks every reference 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Iterable, Sequence
 
 from ..core.records import Entity
 

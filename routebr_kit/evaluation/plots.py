@@ -6,7 +6,7 @@ Each function takes scored results and returns a matplotlib figure (save it with
 from __future__ import annotations
 
 import textwrap
-from typing import Mapping
+from collections.abc import Mapping
 
 import matplotlib.pyplot as plt
 import pandas as pd

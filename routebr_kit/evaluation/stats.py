@@ -9,9 +9,9 @@ bound of ``1.0000000000000002``.  The kit's :func:`wilson` clamps to [0, 1].
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Mapping
 
 from scipy.stats import binomtest
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 import pandas as pd
 
@@ -268,7 +268,7 @@ class PaperTables:
             "mcnemar": (self.mcnemar, "Exact two-sided McNemar tests on paired final-path correctness"),
         }
 
-    def differences(self, other: "PaperTables") -> list[str]:
+    def differences(self, other: PaperTables) -> list[str]:
         """Names of the tables that differ from ``other``'s (empty when every table is identical)."""
         mine, theirs = self.frames(), other.frames()
         differ = [name for name in ("table_iv_screening", "table_v_rq1_rq2", "table_vi_rq3")

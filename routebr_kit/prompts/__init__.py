@@ -11,9 +11,10 @@ from __future__ import annotations
 import enum
 import json
 import unicodedata
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_bytes

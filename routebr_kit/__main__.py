@@ -1,0 +1,7 @@
+"""``python -m routebr_kit`` — the same command line as ``routebr-kit``."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
