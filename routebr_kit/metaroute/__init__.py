@@ -1,0 +1,62 @@
+"""MetaRoute-Bench: meta-decision policies for agentic workflows on a seeded offline executor.
+
+task profiles (:mod:`.workloads`) → policies (:mod:`.policies`) → route plans → executor (:mod:`.executor`:
+exact CPython streams or vectorized Philox) → typed traces (:mod:`.records`) → evaluation (:mod:`.evaluation`)
+→ the published files (:mod:`.export`).  Every constant lives in :class:`MetaRouteConfig` (:mod:`.config`);
+:func:`run_benchmark` (:mod:`.run`) ties the layers together.
+"""
+
+from .config import (
+                     EvaluationConfig,
+                     ExecutorConfig,
+                     GeneratorConfig,
+                     MetaRouteConfig,
+                     NeedProfile,
+                     Operation,
+                     Operations,
+                     PolicyConfig,
+                     StaticRoutes,
+                     SupportOperation,
+                     WorkloadProfiles,
+)
+from .evaluation import Comparison, Evaluation, PolicySummary, compare, evaluate, summarize
+from .executor import (
+                     ExactExecutor,
+                     ExecutionModel,
+                     Executor,
+                     FastExecutor,
+                     GridExecutor,
+                     Outcome,
+                     PlanModel,
+                     expected_success_rates,
+                     philox4x32,
+                     plan_model,
+                     trace_uniforms,
+)
+from .export import export_run
+from .policies import (
+                     AdaptiveRouter,
+                     FixedPolicy,
+                     OneShotPolicy,
+                     Policy,
+                     RandomPolicy,
+                     StaticWorkloadPolicy,
+                     ablation_policies,
+                     default_policies,
+)
+from .records import (
+                     FAILURE_CODES,
+                     SUPPORT_ACTIONS,
+                     ExecutionTrace,
+                     FailureMode,
+                     PlanChoice,
+                     RouteAction,
+                     RoutePlan,
+                     TaskSpec,
+                     Traces,
+                     Workload,
+)
+from .run import BenchmarkRun, Mode, Suite, execute_all, executor_for, run_benchmark
+from .workloads import generate_tasks
+
+__all__ = [name for name in dir() if not name.startswith("_")]
