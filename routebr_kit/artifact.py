@@ -147,7 +147,8 @@ class Artifact:
                      and (not controller_only or t.system.uses_controller))
 
     def task(self, phase: str, group: str, split: Split | str) -> ArtifactTask:
-        key = f"{phase}/{group}/{Split(str(split).upper() if isinstance(split, str) else split).value.lower()}"
+        split = split if isinstance(split, Split) else Split(str(split).upper())
+        key = f"{phase}/{group}/{split.value.lower()}"
         for t in self._tasks:
             if t.key == key:
                 return t

@@ -33,7 +33,7 @@ from .artifact import PROFILE_LABELS, Artifact
 from .backends.registry import LEXICAL, SIM_PREFIX, make_backend
 from .backends.simulated import SimulatedBackend
 from .core.aio import run_sync
-from .core.assets import Assets, load_cases
+from .core.assets import Assets, assets_beside, load_cases
 from .core.calls import Backend, ModelCall, ModelReply
 from .core.errors import DataError, ErrorCode
 from .core.records import Case, Split, System
@@ -176,7 +176,7 @@ def run_screening(config: ScreeningConfig, *, assets: Assets | None = None, prog
         missing = missing_api_keys(config.profiles, config.live_profiles_path)
         if missing:
             return Screening(config, by_id, {}, missing_env=missing)
-    assets = assets or Artifact(config.artifact_dir).assets
+    assets = assets or assets_beside(config.cases_path)
     specs = [(SIM_PREFIX + p if config.source is ScreeningSource.SIMULATED else p) for p in config.profiles]
     specs += [LEXICAL] if config.include_lexical else []
     runs, dirs = {}, {}
@@ -290,7 +290,7 @@ def seed_sweep(config: ScreeningConfig, seeds: Iterable[int], published: Mapping
     """
     cases = screening_cases(config.cases_path, config.split)
     by_id = {c.case_id: c for c in cases}
-    assets = assets or Artifact(config.artifact_dir).assets
+    assets = assets or assets_beside(config.cases_path)
     records = []
     for profile in config.profiles:
         name = PROFILE_LABELS[profile]

@@ -27,7 +27,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rules", type=Path, default=None,
                    help="boundary rules CSV (default: boundary_rules.csv next to --cases)")
     p.add_argument("--registry", type=Path, default=None,
-                   help="entity registry CSV (default: entity_catalog.csv next to --cases, if present)")
+                   help="entity registry CSV (default: entity_catalog.csv or registry.csv next to --cases)")
     p.add_argument("--cache", type=Path, default=None, help="response cache directory (OpenAI-compatible profiles)")
     p.add_argument("--replay-only", action="store_true", help="answer only from --cache; stop on a miss")
     p.add_argument("--seed", type=int, default=0, help="simulator seed; sent to profiles with send_seed")
@@ -43,14 +43,17 @@ def _args(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..backends.cache import CacheMode, ResponseCache
     from ..backends.registry import make_backend
-    from ..core.assets import load_assets, load_cases
+    from ..core.assets import assets_beside, load_assets, load_cases
     from ..core.errors import DataError, ErrorCode
     from ..core.records import Split
     from ..runner import derive_interventions, parse_system, run_cases
 
-    here = args.cases.parent
-    registry = args.registry or (here / "entity_catalog.csv" if (here / "entity_catalog.csv").exists() else None)
-    assets = load_assets(args.catalog or here / "catalog.csv", args.rules or here / "boundary_rules.csv", registry)
+    if args.catalog or args.rules or args.registry:
+        here = args.cases.parent
+        assets = load_assets(args.catalog or here / "catalog.csv", args.rules or here / "boundary_rules.csv",
+                             args.registry)
+    else:
+        assets = assets_beside(args.cases)
     cases = [c for c in load_cases(args.cases)
              if (c.split is not Split.DEV if args.split == "ALL" else c.split.value == args.split)]
     if not cases:

@@ -355,3 +355,14 @@ class Assets:
 def load_assets(catalog: str | Path, rules: str | Path, registry: str | Path | None = None) -> Assets:
     cat = load_catalog(catalog)
     return Assets(cat, load_rules(rules, cat), load_registry(registry) if registry is not None else None)
+
+
+REGISTRY_NAMES = ("entity_catalog.csv", "registry.csv")
+
+
+def assets_beside(cases_path: str | Path) -> Assets:
+    """The assets stored next to a cases file: ``catalog.csv``, ``boundary_rules.csv`` and, when present, the
+    registry (``entity_catalog.csv`` as published, or ``registry.csv`` as the kit's generator writes it)."""
+    here = Path(cases_path).parent
+    registry = next((here / name for name in REGISTRY_NAMES if (here / name).exists()), None)
+    return load_assets(here / "catalog.csv", here / "boundary_rules.csv", registry)
