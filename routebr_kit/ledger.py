@@ -20,7 +20,7 @@ import os
 import tempfile
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,7 @@ class PredictionRow:
     first_pass_valid: bool | None = None
     repair_count: int | None = None
     calls: int | None = None
-    line: int = 0
+    line: int = field(default=0, compare=False)  # where it was read from; not part of the row's content
 
     @property
     def strict_path(self) -> str:

@@ -11,6 +11,10 @@ A run is described by a parameters file (``params/*.yaml``)::
       - {name: 07_paper_replay, requires_artifact: true}
     with_artifact:                    # applied when --artifact is given
       globals: {source: artifact}
+      notebooks: {02_backend_screening: {cases_path: "{artifact}/data/routebr_select_160.csv"}}
+
+String values may name ``{run}`` (the run's output folder) and ``{artifact}`` (the ``--artifact`` folder), so one
+notebook can read what an earlier one wrote (e.g. the benchmark notebook 01 generates).
 
 Each notebook runs with ``cwd = notebooks/`` and writes to ``outputs/<run_id>/<notebook>/`` (its executed copy,
 ``tables/``, ``figures/``, ``captions.json``).  The run writes ``manifest.json`` (parameters, input hashes, kit
@@ -100,8 +104,8 @@ class RunPlan:
                    tuple(jobs), dict(raw.get("with_artifact") or {}))
 
     def parameters_for(self, job: NotebookJob, declared: Sequence[str], artifact: str | None,
-                       out_dir: Path) -> dict[str, Any]:
-        """Globals the notebook declares, then its own parameters; artifact overlays last."""
+                       run_dir: Path) -> dict[str, Any]:
+        """Globals the notebook declares, then its own parameters; artifact overlays last; templates filled."""
         values: dict[str, Any] = {k: v for k, v in self.globals.items() if k in declared}
         values.update(job.parameters)
         if artifact is not None:
@@ -111,8 +115,13 @@ class RunPlan:
             if "artifact_dir" in declared:
                 values["artifact_dir"] = artifact
         if "out_dir" in declared:
-            values["out_dir"] = str(out_dir)
-        return values
+            values["out_dir"] = str(run_dir / job.name)
+        undeclared = sorted(set(values) - set(declared))
+        if undeclared:
+            raise DataError(ErrorCode.UNKNOWN_REFERENCE, f"parameters declared by notebook {job.name}",
+                            file=self.source, got=undeclared)
+        fill = {"run": str(run_dir), "artifact": artifact or ""}
+        return {k: v.format_map(fill) if isinstance(v, str) and "{" in v else v for k, v in values.items()}
 
 
 @dataclass
@@ -145,7 +154,7 @@ def run(plan: RunPlan, out: Path, *, artifact: str | Path | None = None, progres
         target = out / job.name
         target.mkdir(parents=True, exist_ok=True)
         declared = list(pm.inspect_notebook(str(job.path)))
-        parameters = plan.parameters_for(job, declared, artifact, target)
+        parameters = plan.parameters_for(job, declared, artifact, out)
         t0 = time.perf_counter()
         try:
             pm.execute_notebook(str(job.path), str(target / f"{job.name}.ipynb"), parameters=parameters,

@@ -37,6 +37,10 @@ def test_one_parameters_cell_of_literals(path: Path) -> None:
     for node in tree.body:
         assert isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
         ast.literal_eval(node.value)  # raises if a parameter is derived rather than literal
+    # papermill must see every parameter (it cannot parse e.g. '=' inside a trailing comment)
+    import papermill as pm
+
+    assert list(pm.inspect_notebook(str(path))) == [node.targets[0].id for node in tree.body]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -384,7 +384,7 @@ class Case:
     gold: Gold
     pair_id: str = ""
     scenario_cell: str = ""
-    line: int = 0  # 1-based line in the file it was read from
+    line: int = field(default=0, compare=False)  # 1-based line in the file it was read from
 
     @property
     def case_id(self) -> str:

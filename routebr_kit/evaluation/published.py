@@ -292,3 +292,22 @@ def scorecard(tables: PaperTables, audit: ResultsAudit, published: PublishedResu
         checks.append(Check("mcnemar", key, "p (two-sided)", repr(expected.p_two_sided), repr(got_p),
                             math.isclose(got_p, expected.p_two_sided, rel_tol=P_VALUE_RTOL, abs_tol=0.0)))
     return Scorecard(tuple(checks))
+
+
+def side_by_side(ours: pd.DataFrame, published: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:
+    """Each published cell beside the recomputed one (long format: key columns, column, published, kit, match)."""
+    records = []
+    mine = ours.set_index(list(keys))
+    for _, row in published.iterrows():
+        key = tuple(row[k] for k in keys)
+        for column in published.columns:
+            if column in keys:
+                continue
+            value = mine.loc[key if len(key) > 1 else key[0], column] if key in _index_keys(mine) else None
+            records.append({**dict(zip(keys, key)), "column": column, "published": row[column], "kit": value,
+                            "match": value == row[column]})
+    return pd.DataFrame(records)
+
+
+def _index_keys(frame: pd.DataFrame) -> set[tuple]:
+    return {k if isinstance(k, tuple) else (k,) for k in frame.index}

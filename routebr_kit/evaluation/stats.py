@@ -31,6 +31,11 @@ class Interval:
     def __contains__(self, value: object) -> bool:
         return isinstance(value, (int, float)) and self.low <= value <= self.high
 
+    def __iter__(self):
+        """``low, high = interval``."""
+        yield self.low
+        yield self.high
+
     def as_tuple(self) -> tuple[float, float]:
         return (self.low, self.high)
 

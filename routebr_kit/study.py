@@ -1,0 +1,217 @@
+"""The CONFIRM study behind the research-question notebooks (RQ1–RQ3 and the ablations), from any source.
+
+One :class:`StudyConfig` (built from a notebook's literal parameters) says where the ledgers come from:
+
+* ``artifact`` — the published CONFIRM predictions (DeepSeek V4 Pro; A-state and A-ground as published);
+* ``simulated`` — a ``sim:<profile>`` backend (or ``local:lexical``) run through the runner on a CONFIRM cases
+  file — by default the kit's own benchmark, generated from ``seed`` and ``language`` — with A-state and A-ground
+  derived offline from the stored RouteBR proposals;
+* ``live`` — an OpenAI-compatible profile, the same way, but only when its API key is in the environment
+  (otherwise :attr:`Study.missing_env` names the variables and nothing runs).
+
+Runs are written under ``runs_dir`` and resumed, so the notebooks of one ``make reproduce`` share them.  Everything
+downstream reads only the ledgers (:class:`~routebr_kit.ledger.PredictionRow`) and the gold cases.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .artifact import CONFIRM, Artifact
+from .core.assets import Assets, assets_beside, load_cases
+from .core.errors import DataError, ErrorCode
+from .core.records import Case, Split, System
+from .ledger import PredictionRow
+
+#: Every (system, split) ledger the research questions use.
+RUNS = (
+    (System.ROUTEBR, Split.MAIN), (System.ROUTEBR, Split.FLIP), (System.ROUTEBR, Split.ENTITY),
+    (System.B1_DIRECT, Split.MAIN), (System.B1_DIRECT, Split.FLIP),
+    (System.B2_DIRECT_GUARD, Split.MAIN), (System.B2_DIRECT_GUARD, Split.FLIP),
+    (System.A_STATE, Split.FLIP), (System.A_GROUND, Split.ENTITY),
+)
+DERIVED = (System.A_STATE, System.A_GROUND)
+
+
+class Source(str, enum.Enum):
+    ARTIFACT = "artifact"
+    SIMULATED = "simulated"
+    LIVE = "live"
+
+
+@dataclass(frozen=True, slots=True)
+class StudyConfig:
+    """Validated notebook parameters of a CONFIRM study."""
+
+    source: Source
+    cases_path: Path | None  # None: the kit's own benchmark (seed, language, decouple_entity_state)
+    artifact_dir: Path | None
+    profile: str
+    seed: int
+    runs_dir: Path
+    language: str = "en"
+    decouple_entity_state: bool = False
+    profiles_path: Path | None = None
+
+    @classmethod
+    def from_parameters(cls, *, source: str, cases_path: str = "", artifact_dir: str = "",
+                        profile: str = "sim:deepseek_v4_primary", seed: int = 0, language: str = "en",
+                        decouple_entity_state: bool = False, out_dir: str = ".", runs_dir: str = "",
+                        profiles_path: str = "") -> StudyConfig:
+        try:
+            chosen = Source(source)
+        except ValueError:
+            raise DataError(ErrorCode.UNKNOWN_ENUM, "one of " + ", ".join(s.value for s in Source), got=source,
+                            field="source") from None
+        if type(seed) is not int:
+            raise DataError(ErrorCode.WRONG_TYPE, "an integer seed", got=seed, field="seed")
+        if chosen is Source.ARTIFACT and not artifact_dir:
+            raise DataError(ErrorCode.EMPTY_VALUE, "artifact_dir for source 'artifact'", field="artifact_dir")
+        if language not in ("en", "zh"):
+            raise DataError(ErrorCode.UNKNOWN_ENUM, "en or zh", got=language, field="language")
+        if chosen is Source.SIMULATED and not (profile.startswith("sim:") or profile == "local:lexical"):
+            raise DataError(ErrorCode.INVALID_VALUE, "a sim:<profile> or local:lexical backend", got=profile,
+                            field="profile")
+        runs = Path(runs_dir) if runs_dir else Path(out_dir) / "runs"
+        return cls(chosen, Path(cases_path) if cases_path else None, Path(artifact_dir) if artifact_dir else None,
+                   profile, seed, runs, language, bool(decouple_entity_state),
+                   Path(profiles_path) if profiles_path else None)
+
+    @property
+    def label(self) -> str:
+        if self.source is Source.ARTIFACT:
+            return "published artifact (DeepSeek V4 Pro)"
+        kind = "simulated" if self.profile.startswith("sim:") else self.source.value
+        cases = self.cases_path.name if self.cases_path else f"kit benchmark {self.benchmark_name}"
+        return f"{kind}: {self.profile}, seed {self.seed}, {cases}"
+
+    @property
+    def benchmark_name(self) -> str:
+        return f"{self.language}-{self.seed}" + ("-decoupled" if self.decouple_entity_state else "")
+
+    def confirm_cases(self) -> Path:
+        """The CONFIRM cases file: the given one, or the kit's own benchmark written under ``runs_dir``."""
+        if self.cases_path is not None:
+            return self.cases_path
+        from .dataset import generate_benchmark, write_benchmark
+
+        folder = self.runs_dir / "benchmarks" / self.benchmark_name
+        target = folder / "routebr_confirm_320.csv"
+        if not target.exists():  # generation is deterministic: an existing copy is the same bytes
+            write_benchmark(generate_benchmark(self.seed, self.language,
+                                               decouple_entity_state=self.decouple_entity_state), folder)
+        return target
+
+
+@dataclass(frozen=True)
+class Study:
+    """Gold cases, assets and every ledger of one CONFIRM study."""
+
+    config: StudyConfig
+    assets: Assets
+    cases: Mapping[str, Case]
+    runs: Mapping[tuple[System, Split], tuple[PredictionRow, ...]]
+    receipts: Mapping[tuple[System, Split], tuple[Path, ...]] = field(default_factory=dict)
+    missing_env: tuple[str, ...] = ()
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.runs)
+
+    def rows(self, system: System | str, *splits: Split | str) -> tuple[PredictionRow, ...]:
+        """The ledger rows of ``system`` on the given splits (in split order)."""
+        system = System(system)
+        out: list[PredictionRow] = []
+        for split in map(Split, splits):
+            if (system, split) not in self.runs:
+                raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a run of this study", got=f"{system.value}/{split.value}")
+            out.extend(self.runs[(system, split)])
+        return tuple(out)
+
+    def cases_of(self, split: Split | str) -> dict[str, Case]:
+        split = Split(split)
+        return {k: c for k, c in self.cases.items() if c.split is split}
+
+    def systems_on(self, split: Split | str) -> list[System]:
+        return [s for (s, sp) in self.runs if sp is Split(split)]
+
+    def labelled(self, split: Split | str, systems: Sequence[System] | None = None) -> dict[str, tuple]:
+        """``{table label: rows}`` of the systems run on ``split`` (in study order), as the paper's tables name them."""
+        from .evaluation.tables import SYSTEM_LABELS
+
+        chosen = systems if systems is not None else self.systems_on(split)
+        return {SYSTEM_LABELS[s]: self.rows(s, split) for s in chosen if (s, Split(split)) in self.runs}
+
+    def routebr_decisions(self, split: Split | str, case_ids: Sequence[str] | None = None) -> list:
+        """RouteBR's decisions on ``split`` re-derived from the stored outputs (full records with traces)."""
+        from .ablations import Variant, replay_decisions, variant_controller
+
+        rows = self.rows(System.ROUTEBR, split)
+        if case_ids is not None:
+            wanted = set(case_ids)
+            rows = tuple(r for r in rows if r.case_id in wanted)
+        return replay_decisions(variant_controller(self.assets, Variant.ROUTEBR), rows, self.cases,
+                                self.receipts.get((System.ROUTEBR, Split(split)), ()))
+
+
+def load_study(config: StudyConfig, *, runs: Sequence[tuple[System, Split]] = RUNS, progress: bool = False,
+               concurrency: int = 8) -> Study:
+    """Every requested ledger of the study (running or deriving what a simulated or live source needs)."""
+    if config.source is Source.ARTIFACT:
+        return _from_artifact(config, runs)
+    return _from_runs(config, runs, progress=progress, concurrency=concurrency)
+
+
+def _from_artifact(config: StudyConfig, runs: Sequence[tuple[System, Split]]) -> Study:
+    artifact = Artifact(config.artifact_dir)  # type: ignore[arg-type]
+    ledgers, receipts = {}, {}
+    for system, split in runs:
+        task = artifact.task(CONFIRM, system.value, split)
+        ledgers[(system, split)] = artifact.predictions(task)
+        receipts[(system, split)] = tuple(task.receipts())
+    return Study(config, artifact.assets, dict(artifact.cases(CONFIRM)), ledgers, receipts)
+
+
+def _from_runs(config: StudyConfig, runs: Sequence[tuple[System, Split]], *, progress: bool,
+               concurrency: int) -> Study:
+    from .backends.registry import make_backend
+    from .runner import derive_interventions, run_cases
+
+    cases_path = config.confirm_cases()
+    assets = assets_beside(cases_path)
+    cases = {c.case_id: c for c in load_cases(cases_path) if c.split is not Split.DEV}
+    if config.source is Source.LIVE:
+        from .screening import missing_api_keys
+
+        missing = missing_api_keys([config.profile], config.profiles_path or _default_profiles())
+        if missing:
+            return Study(config, assets, cases, {}, missing_env=missing)
+    backend_kwargs: dict[str, Any] = {"cases": list(cases.values()), "catalog": assets.catalog, "seed": config.seed}
+    if config.profiles_path is not None:
+        backend_kwargs["profiles_path"] = config.profiles_path
+    root = config.runs_dir / config.profile.replace(":", "-") / f"seed-{config.seed}" / cases_path.parent.name
+    if config.profile == "local:lexical":  # a proposer, not a router: it answers RouteBR's stage only
+        runs = [(system, split) for system, split in runs if system.uses_controller]
+    ledgers, receipts = {}, {}
+    for system, split in sorted(runs, key=lambda r: r[0] in DERIVED):  # RouteBR runs before their derivatives
+        out = root / system.value / split.value.lower()
+        if system in DERIVED:
+            source = root / System.ROUTEBR.value / split.value.lower()
+            result = derive_interventions(source, cases, assets, out, system=system, resume=True, progress=progress)
+        else:
+            chosen = [c for c in cases.values() if c.split is split]
+            backend = make_backend(config.profile, **backend_kwargs)
+            result = run_cases(chosen, backend, system=system, assets=assets, out_dir=out, resume=True,
+                               progress=progress, concurrency=concurrency, cases_path=cases_path)
+        ledgers[(system, split)] = result.rows
+        receipts[(system, split)] = tuple(sorted((out / "raw").glob("*.json")))
+    ordered = {run: ledgers[run] for run in runs}
+    return Study(config, assets, cases, ordered, receipts)
+
+
+def _default_profiles() -> Path:
+    return Path(__file__).resolve().parent / "resources" / "profiles.example.yaml"
