@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .core.aio import run_sync
-from .core.calls import Backend, BackendFailure, ModelCall
+from .core.calls import Backend, ModelCall
 from .core.contract import (
     ContractResult,
     check_action,
@@ -32,7 +32,7 @@ from .core.contract import (
 )
 
 # The controller's private call helpers are shared on purpose: one exception-to-failure policy for every caller.
-from .core.controller import NO_REPAIR, ContractLog, ask_backend, failure_reason, jsonable
+from .core.controller import NO_REPAIR, ContractLog, Outcome, ask_backend, failure_reason, jsonable
 from .core.errors import ContractError, DataError, ErrorCode, short_repr
 from .core.errors import ContractErrorCode as C
 from .core.records import (
@@ -46,8 +46,6 @@ from .core.records import (
     Stage,
     System,
     Terminal,
-    final_path_of,
-    strict_path_of,
 )
 from .core.rules import PolicyEngine
 from .ledger import PredictionRow
@@ -171,7 +169,7 @@ def _enum(parsed: Mapping[str, Any], field: str, kind: type, code: C, errors: li
 
 
 @dataclass(frozen=True, slots=True)
-class DirectDecision:
+class DirectDecision(Outcome):
     """A baseline's result for one request (accepted route or fail-closed terminal), with its contract log."""
 
     request_id: str
@@ -198,44 +196,8 @@ class DirectDecision:
         return self.route.rule_ids if self.route else ()
 
     @property
-    def final_path(self) -> str:
-        return final_path_of(self.terminal, self.action_id)
-
-    @property
-    def strict_path(self) -> str:
-        return strict_path_of(self.terminal, self.action_id, self.object_id)
-
-    @property
-    def fallback(self) -> bool:
-        return self.reason.fail_closed
-
-    @property
     def valid(self) -> bool:
         return self.route is not None
-
-    @property
-    def first_pass_valid(self) -> bool:
-        return self.log is None
-
-    @property
-    def repair_attempted(self) -> bool:
-        return self.log.repair_attempted if self.log else False
-
-    @property
-    def repair_count(self) -> int:
-        return int(self.repair_attempted)
-
-    @property
-    def calls(self) -> int:
-        return 1 + self.repair_count
-
-    @property
-    def failure(self) -> BackendFailure | None:
-        return self.log.failure if self.log else None
-
-    @property
-    def errors(self) -> tuple[ContractError, ...]:
-        return (self.log.first_errors + self.log.repair_errors) if self.log else ()
 
     @property
     def error_code(self) -> str:
@@ -243,14 +205,13 @@ class DirectDecision:
         return f"FAIL_CLOSED_{self.stage.value}" if self.fallback else ""
 
     def as_dict(self) -> dict[str, Any]:
-        log = self.log
         return {
             "request_id": self.request_id, "system": self.system.value, "terminal": self.terminal.value,
             "action_id": self.action_id, "object_id": self.object_id, "boundary": self.boundary,
             "final_path": self.final_path, "strict_path": self.strict_path, "reason": self.reason.value,
             "route": None if self.route is None else self.route.as_dict(),
             "first_output": jsonable(self.first_output),
-            "repair_output": jsonable(log.repair_output) if log else None,
+            "repair_output": jsonable(self.repair_output),
             "repair_attempted": self.repair_attempted, "first_pass_valid": self.first_pass_valid,
             "fallback": self.fallback, "error_code": self.error_code,
             "errors": [e.as_dict() for e in self.errors],

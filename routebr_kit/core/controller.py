@@ -123,30 +123,18 @@ class ContractLog:
     failure: BackendFailure | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """The controller's result for one request: what it emitted, why, and everything needed to replay it."""
+class Outcome:
+    """Views derived from a routed result's stored facts; shared by RouteBR decisions and the B1/B2 routes.
 
-    request_id: str
+    Subclasses provide ``terminal``, ``action_id``, ``object_id``, ``reason`` and ``log``.
+    """
+
+    __slots__ = ()
     terminal: Terminal
     action_id: str
     object_id: str
     reason: ReasonCode
-    context: DecisionContext
-    proposal: Proposal | None = None
-    rule: Rule | None = None
-    object_resolution: ObjectResolution = ObjectResolution.NOT_EVALUATED
-    first_output: Any = None
-    log: ContractLog | None = None
-
-    # ---- derived views (never stored, so they cannot disagree with the facts above)
-    @property
-    def hashes(self) -> AssetHashes:
-        return self.context.hashes
-
-    @property
-    def options(self) -> ControllerOptions:
-        return self.context.options
+    log: ContractLog | None
 
     @property
     def first_errors(self) -> tuple[ContractError, ...]:
@@ -187,24 +175,13 @@ class Decision:
         return strict_path_of(self.terminal, self.action_id, self.object_id)
 
     @property
-    def boundary(self) -> str:
-        """``ALLOW`` on DISPATCH, else the terminal (the published ``pred_boundary``)."""
-        return "ALLOW" if self.terminal is Terminal.DISPATCH else self.terminal.value
-
-    @property
     def fallback(self) -> bool:
         return self.reason.fail_closed
 
     @property
     def first_pass_valid(self) -> bool:
-        """The first output was accepted as it came (no repair, no backend failure)."""
-        return self.log is None or (not self.log.repair_attempted and self.log.failure is None
-                                    and not self.log.first_errors)
-
-    @property
-    def valid(self) -> bool:
-        """Accepted after at most one repair (the published ``valid_json``)."""
-        return self.proposal is not None
+        """The first output was accepted as it came (a clean first pass leaves no contract log)."""
+        return self.log is None
 
     @property
     def repair_count(self) -> int:
@@ -213,6 +190,41 @@ class Decision:
     @property
     def calls(self) -> int:
         return 1 + self.repair_count
+
+
+@dataclass(frozen=True, slots=True)
+class Decision(Outcome):
+    """The controller's result for one request: what it emitted, why, and everything needed to replay it."""
+
+    request_id: str
+    terminal: Terminal
+    action_id: str
+    object_id: str
+    reason: ReasonCode
+    context: DecisionContext
+    proposal: Proposal | None = None
+    rule: Rule | None = None
+    object_resolution: ObjectResolution = ObjectResolution.NOT_EVALUATED
+    first_output: Any = None
+    log: ContractLog | None = None
+
+    @property
+    def hashes(self) -> AssetHashes:
+        return self.context.hashes
+
+    @property
+    def options(self) -> ControllerOptions:
+        return self.context.options
+
+    @property
+    def boundary(self) -> str:
+        """``ALLOW`` on DISPATCH, else the terminal (the published ``pred_boundary``)."""
+        return "ALLOW" if self.terminal is Terminal.DISPATCH else self.terminal.value
+
+    @property
+    def valid(self) -> bool:
+        """Accepted after at most one repair (the published ``valid_json``)."""
+        return self.proposal is not None
 
     @property
     def rule_id(self) -> str | None:
