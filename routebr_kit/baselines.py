@@ -19,20 +19,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .core.aio import run_sync
-from .core.calls import Backend, ModelCall
 from .core.contract import (
     ContractResult,
     check_action,
     check_object,
     check_topk,
-    guard_repair,
     parse_output,
-    repair_payload,
 )
 
 # The controller's private call helpers are shared on purpose: one exception-to-failure policy for every caller.
-from .core.controller import NO_REPAIR, ContractLog, Outcome, ask_backend, failure_reason, jsonable
+from .core.controller import ContractLog, OneCallRouter, Outcome, jsonable
 from .core.errors import ContractError, DataError, ErrorCode, short_repr
 from .core.errors import ContractErrorCode as C
 from .core.records import (
@@ -219,7 +215,7 @@ class DirectDecision(Outcome):
         }
 
 
-class DirectBaseline:
+class DirectBaseline(OneCallRouter):
     """B1 Direct (``guard=False``) or B2 Direct+Guard (``guard=True``) over one catalog and rule program."""
 
     __slots__ = ("catalog", "policy", "guard", "fallback", "repair")
@@ -257,53 +253,14 @@ class DirectBaseline:
     def check(self, raw: Any, request: RouteRequest) -> DirectResult:
         return check_direct(raw, self.catalog, request.candidate_index, self.policy if self.guard else None)
 
-    async def aroute(self, request: RouteRequest, backend: Backend) -> DirectDecision:
-        """One call, at most one format-only repair, else the fail-closed terminal."""
-        payload = self.payload(request)
-        first = await ask_backend(backend, ModelCall(request.request_id, self.stage, payload))
-        if first.failure is not None:
-            return self._fail_closed(request, failure_reason(first.failure), None, ContractLog(failure=first.failure))
-        checked = self.check(first.content, request)
-        if checked.ok or not self.repair:
-            return self._accept(request, first.content, checked)
-        call = ModelCall(request.request_id, self.stage.repair_stage,
-                         repair_payload(self.stage, first.content, checked.errors, payload, self.schema))
-        second = await ask_backend(backend, call)
-        if second.failure is not None:
-            return self._fail_closed(request, failure_reason(second.failure), first.content,
-                                     ContractLog(checked.errors, True, None, (), second.failure))
-        return self._after_repair(request, first.content, checked, second.content)
+    @property
+    def repair_enabled(self) -> bool:
+        return self.repair
 
-    def route(self, request: RouteRequest, backend: Backend) -> DirectDecision:
-        """Synchronous :meth:`aroute` (also safe inside Jupyter's running event loop)."""
-        return run_sync(self.aroute(request, backend))
-
-    def decide(self, request: RouteRequest, first_output: Any, repair_output: Any = NO_REPAIR) -> DirectDecision:
-        """The same decision from stored outputs, without a backend."""
-        checked = self.check(first_output, request)
-        if checked.ok or not self.repair or repair_output is NO_REPAIR:
-            return self._accept(request, first_output, checked)
-        return self._after_repair(request, first_output, checked, repair_output)
-
-    def _accept(self, request: RouteRequest, first_output: Any, checked: DirectResult) -> DirectDecision:
-        if checked.route is None:
-            return self._fail_closed(request, ReasonCode.FAIL_CLOSED_INVALID_OUTPUT, first_output,
-                                     ContractLog(checked.errors))
-        return self._emit(request, checked.route, first_output, None)
-
-    def _after_repair(self, request: RouteRequest, first_output: Any, first: DirectResult,
-                      repaired_output: Any) -> DirectDecision:
-        repaired = self.check(repaired_output, request)
-        changed = guard_repair(first.as_contract(), repaired.as_contract())
-        if changed or repaired.route is None:
-            reason = (ReasonCode.FAIL_CLOSED_REPAIR_CHANGED_PROPOSAL if changed
-                      else ReasonCode.FAIL_CLOSED_INVALID_OUTPUT)
-            return self._fail_closed(request, reason, first_output,
-                                     ContractLog(first.errors, True, repaired_output, changed or repaired.errors))
-        return self._emit(request, repaired.route, first_output, ContractLog(first.errors, True, repaired_output))
-
-    def _emit(self, request: RouteRequest, route: DirectRoute, first_output: Any,
+    def _emit(self, request: RouteRequest, checked: DirectResult, first_output: Any,
               log: ContractLog | None) -> DirectDecision:
+        route = checked.route
+        assert route is not None  # _emit is only reached with an accepted route
         if route.terminal is Terminal.DISPATCH:
             reason = ReasonCode.DISPATCH_OK
         elif route.boundary is Boundary.ALLOW:

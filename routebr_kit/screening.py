@@ -19,7 +19,6 @@ published screening: the calibration targets are contract exact match within ±2
 
 from __future__ import annotations
 
-import enum
 import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
@@ -41,6 +40,7 @@ from .evaluation.metrics import Scores, score
 from .evaluation.tables import fmt_count, fmt_pct, screening_table
 from .ledger import MANIFEST, PredictionRow, prediction_from_decision
 from .runner import run_cases
+from .study import Source
 
 #: Calibration tolerances of the simulated profiles against the published screening.
 PATH_TOLERANCE_POINTS = 2.0
@@ -48,10 +48,8 @@ COUNT_TOLERANCE = 2
 SIMULATED = "simulated"
 
 
-class ScreeningSource(str, enum.Enum):
-    ARTIFACT = "artifact"
-    SIMULATED = "simulated"
-    LIVE = "live"
+#: Where the ledgers come from (the same three sources as every RQ notebook).
+ScreeningSource = Source
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,10 @@ class ContractResult:
     def codes(self) -> tuple[C, ...]:
         return tuple(e.code for e in self.errors)
 
+    def as_contract(self) -> ContractResult:
+        """Itself: the view the repair guard reads (baseline results convert to it)."""
+        return self
+
 
 def parse_output(raw: Any) -> tuple[Mapping[str, Any] | None, tuple[ContractError, ...]]:
     """Phase 1: one JSON object, or an error.  Never raises."""

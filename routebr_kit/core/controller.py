@@ -277,7 +277,85 @@ class Decision(Outcome):
         }
 
 
-class Controller:
+class OneCallRouter:
+    """Algorithm 1's call protocol, shared by the RouteBR controller and the B1/B2 baselines.
+
+    One model call; if its output breaks the contract, at most one format-only repair, whose output may not change
+    the identifiers the first pass proposed; otherwise the configured fail-closed terminal.  Backend failures
+    (exceptions, timeouts, identity mismatches) end fail-closed too.  Subclasses say what is sent (:meth:`payload`),
+    how an output is checked (:meth:`check`, returning a result with ``ok``, ``errors`` and ``as_contract()``),
+    and what an accepted or a failed case becomes (:meth:`_emit`, :meth:`_fail_closed`).
+    """
+
+    __slots__ = ()
+    stage: Stage
+    schema: Mapping[str, Any]
+    repair_enabled: bool
+
+    def payload(self, request: RouteRequest) -> dict[str, Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def check(self, raw: Any, request: RouteRequest) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _emit(self, request: RouteRequest, checked: Any, first_output: Any, log: ContractLog | None) -> Any:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def _fail_closed(self, request: RouteRequest, reason: ReasonCode, first_output: Any,
+                     log: ContractLog) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    async def aroute(self, request: RouteRequest, backend: Backend) -> Any:
+        """The protocol with a live (or simulated, or scripted) backend."""
+        payload = self.payload(request)
+        first = await ask_backend(backend, ModelCall(request.request_id, self.stage, payload))
+        if first.failure is not None:
+            return self._fail_closed(request, failure_reason(first.failure), None, ContractLog(failure=first.failure))
+        checked = self.check(first.content, request)
+        if checked.ok or not self.repair_enabled:
+            return self._accept(request, first.content, checked)
+        call = ModelCall(request.request_id, self.stage.repair_stage,
+                         repair_payload(self.stage, first.content, checked.errors, payload, self.schema))
+        second = await ask_backend(backend, call)
+        if second.failure is not None:
+            return self._fail_closed(request, failure_reason(second.failure), first.content,
+                                     ContractLog(checked.errors, True, None, (), second.failure))
+        return self._after_repair(request, first.content, checked, second.content)
+
+    def route(self, request: RouteRequest, backend: Backend) -> Any:
+        """Synchronous :meth:`aroute` (also safe inside Jupyter's running event loop)."""
+        return run_sync(self.aroute(request, backend))
+
+    def decide(self, request: RouteRequest, first_output: Any, repair_output: Any = NO_REPAIR) -> Any:
+        """The protocol on stored outputs, without a backend.
+
+        ``first_output`` is the first-pass model output (a JSON string or an already-parsed object);
+        ``repair_output`` the recorded repair output, if there was one.  An invalid first pass with no recorded
+        repair fails closed.
+        """
+        checked = self.check(first_output, request)
+        if checked.ok or not self.repair_enabled or repair_output is NO_REPAIR:
+            return self._accept(request, first_output, checked)
+        return self._after_repair(request, first_output, checked, repair_output)
+
+    def _accept(self, request: RouteRequest, first_output: Any, checked: Any) -> Any:
+        if not checked.ok:
+            return self._fail_closed(request, ReasonCode.FAIL_CLOSED_INVALID_OUTPUT, first_output,
+                                     ContractLog(checked.errors))
+        return self._emit(request, checked, first_output, None)
+
+    def _after_repair(self, request: RouteRequest, first_output: Any, first: Any, repaired_output: Any) -> Any:
+        repaired = self.check(repaired_output, request)
+        changed = guard_repair(first.as_contract(), repaired.as_contract())
+        if changed or not repaired.ok:
+            reason = (ReasonCode.FAIL_CLOSED_REPAIR_CHANGED_PROPOSAL if changed
+                      else ReasonCode.FAIL_CLOSED_INVALID_OUTPUT)
+            return self._fail_closed(request, reason, first_output,
+                                     ContractLog(first.errors, True, repaired_output, changed or repaired.errors))
+        return self._emit(request, repaired, first_output, ContractLog(first.errors, True, repaired_output))
+
+
+class Controller(OneCallRouter):
     """Deterministic pre-response routing over a closed catalog, a rule program and a request's entity list."""
 
     __slots__ = ("catalog", "policy", "options", "hashes", "_context")
@@ -316,62 +394,31 @@ class Controller:
             "contract": dict(CONTRACT_FLAGS),
         }
 
-    # ------------------------------------------------------------------------------------------ drivers
-    async def aroute(self, request: RouteRequest, backend: Backend) -> Decision:
-        """Algorithm 1 with a live (or simulated, or scripted) backend."""
-        payload = self.proposal_payload(request)
-        first = await ask_backend(backend, ModelCall(request.request_id, Stage.ROUTEBR, payload))
-        if first.failure is not None:
-            return self._fail_closed(request, failure_reason(first.failure), None, ContractLog(failure=first.failure))
-        checked = check_proposal(first.content, self.catalog, request.candidate_index)
-        if checked.ok or not self.options.repair:
-            return self._accept(request, first.content, checked)
-        call = ModelCall(request.request_id, Stage.REPAIR_ROUTEBR,
-                         repair_payload(Stage.ROUTEBR, first.content, checked.errors, payload, PROPOSAL_SCHEMA))
-        second = await ask_backend(backend, call)
-        if second.failure is not None:
-            return self._fail_closed(request, failure_reason(second.failure), first.content,
-                                     ContractLog(checked.errors, True, None, (), second.failure))
-        return self._after_repair(request, first.content, checked, second.content)
+    # ------------------------------------------------------------------------------------------ protocol hooks
+    stage = Stage.ROUTEBR
+    schema = PROPOSAL_SCHEMA
 
-    def route(self, request: RouteRequest, backend: Backend) -> Decision:
-        """Synchronous :meth:`aroute` (also safe inside Jupyter's running event loop)."""
-        return run_sync(self.aroute(request, backend))
+    @property
+    def repair_enabled(self) -> bool:
+        return self.options.repair
+
+    def payload(self, request: RouteRequest) -> dict[str, Any]:
+        return self.proposal_payload(request)
+
+    def check(self, raw: Any, request: RouteRequest) -> ContractResult:
+        return check_proposal(raw, self.catalog, request.candidate_index)
 
     def decide(self, request: RouteRequest, first_output: Any, repair_output: Any = NO_REPAIR) -> Decision:
-        """Algorithm 1 on stored outputs, without a backend.
-
-        ``first_output`` is the first-pass model output (a JSON string or an already-parsed object);
-        ``repair_output`` the recorded repair output, if there was one.  An invalid first pass with no recorded
-        repair fails closed.
-        """
-        if type(first_output) is dict:
+        """Algorithm 1 on stored outputs, without a backend (see :meth:`OneCallRouter.decide`)."""
+        if type(first_output) is dict:  # the common case, in a few lookups
             proposal = clean_proposal(first_output, self.catalog, request.candidate_index)
             if proposal is not None:
                 return self._commit(request, proposal, first_output, None)
-        checked = check_proposal(first_output, self.catalog, request.candidate_index)
-        if checked.ok or not self.options.repair or repair_output is NO_REPAIR:
-            return self._accept(request, first_output, checked)
-        return self._after_repair(request, first_output, checked, repair_output)
+        return super().decide(request, first_output, repair_output)
 
-    # ------------------------------------------------------------------------------------------ steps
-    def _accept(self, request: RouteRequest, first_output: Any, checked: ContractResult) -> Decision:
-        if checked.proposal is None:
-            return self._fail_closed(request, ReasonCode.FAIL_CLOSED_INVALID_OUTPUT, first_output,
-                                     ContractLog(checked.errors))
-        return self._commit(request, checked.proposal, first_output, None)
-
-    def _after_repair(self, request: RouteRequest, first_output: Any, first: ContractResult,
-                      repaired_output: Any) -> Decision:
-        repaired = check_proposal(repaired_output, self.catalog, request.candidate_index)
-        changed = guard_repair(first, repaired)
-        if changed or not repaired.ok:
-            reason = (ReasonCode.FAIL_CLOSED_REPAIR_CHANGED_PROPOSAL if changed
-                      else ReasonCode.FAIL_CLOSED_INVALID_OUTPUT)
-            return self._fail_closed(request, reason, first_output,
-                                     ContractLog(first.errors, True, repaired_output, changed or repaired.errors))
-        return self._commit(request, repaired.proposal, first_output,  # type: ignore[arg-type]
-                            ContractLog(first.errors, True, repaired_output))
+    def _emit(self, request: RouteRequest, checked: ContractResult, first_output: Any,
+              log: ContractLog | None) -> Decision:
+        return self._commit(request, checked.proposal, first_output, log)  # type: ignore[arg-type]
 
     def _commit(self, request: RouteRequest, proposal: Proposal, first_output: Any,
                 log: ContractLog | None) -> Decision:
