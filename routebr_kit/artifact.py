@@ -15,7 +15,6 @@ Standard library only.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -24,7 +23,7 @@ from typing import Any
 
 from .backends.replay import ReplayBackend
 from .core.aio import run_sync
-from .core.assets import Assets, load_assets, load_cases
+from .core.assets import Assets, load_assets, load_cases, read_json
 from .core.controller import ControllerOptions, Decision
 from .core.errors import DataError, ErrorCode
 from .core.hashing import sha256_file
@@ -70,13 +69,7 @@ class ArtifactTask:
         return sorted(raw.glob("*.json")) if raw.is_dir() else []
 
     def manifest(self) -> dict[str, Any]:
-        path = self.path / "run_manifest.json"
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise DataError(ErrorCode.FILE_NOT_FOUND, "a run_manifest.json", file=str(path)) from None
-        except ValueError as exc:
-            raise DataError(ErrorCode.INVALID_JSON, "valid JSON", file=str(path), detail=str(exc)) from None
+        return read_json(self.path / "run_manifest.json", "a run_manifest.json object")
 
 
 class Artifact:
@@ -114,11 +107,7 @@ class Artifact:
 
     @cached_property
     def published_results(self) -> dict[str, Any]:
-        path = self.root / "analysis" / "results" / "FINAL_RESULTS.json"
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise DataError(ErrorCode.FILE_NOT_FOUND, "FINAL_RESULTS.json", file=str(path)) from None
+        return read_json(self.root / "analysis" / "results" / "FINAL_RESULTS.json", "a FINAL_RESULTS.json object")
 
     # ---- result folders
     @cached_property

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .core.assets import read_csv
+from .core.assets import read_csv, read_json
 from .core.controller import Decision
 from .core.errors import DataError, ErrorCode
 from .core.hashing import sha256_bytes
@@ -253,19 +253,6 @@ def source_sha256(directory: str | Path, pattern: str = "*.py") -> str:
     parts = [f"{p.relative_to(directory).as_posix()}\0".encode() + p.read_bytes()
              for p in sorted(directory.glob(pattern))]
     return sha256_bytes(b"\0".join(parts))
-
-
-def read_json(path: str | Path, expected: str = "a JSON object") -> dict[str, Any]:
-    """Read one JSON object; a missing or malformed file is a located :class:`DataError`."""
-    try:
-        value = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(ErrorCode.FILE_NOT_FOUND, expected, file=str(path)) from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise DataError(ErrorCode.INVALID_JSON, expected, file=str(path), detail=str(exc)) from None
-    if not isinstance(value, dict):
-        raise DataError(ErrorCode.WRONG_TYPE, expected, file=str(path), got=type(value).__name__)
-    return value
 
 
 # --------------------------------------------------------------------------------------------- run directories

@@ -37,6 +37,7 @@ from typing import Any
 
 from .core.errors import DataError, ErrorCode
 from .core.hashing import sha256_file
+from .files import read_yaml
 from .reporting import CAPTIONS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,15 +69,8 @@ class RunPlan:
 
     @classmethod
     def load(cls, path: str | Path) -> RunPlan:
-        import yaml
-
         path = Path(path)
-        try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise DataError(ErrorCode.FILE_NOT_FOUND, "a parameters file", file=str(path)) from None
-        except yaml.YAMLError as exc:
-            raise DataError(ErrorCode.INVALID_VALUE, "valid YAML", file=str(path), detail=str(exc)) from None
+        raw = read_yaml(path, "a parameters file")
         if not isinstance(raw, dict):
             raise DataError(ErrorCode.WRONG_TYPE, "a YAML mapping", file=str(path), got=raw)
         unknown = set(raw) - {"name", "cell_timeout", "globals", "notebooks", "with_artifact"}

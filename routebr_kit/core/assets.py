@@ -177,6 +177,19 @@ def _unique(row: _Row, field: str, value: str, seen: dict[str, int]) -> None:
     seen[value] = row.line
 
 
+def read_json(path: str | Path, expected: str = "a JSON object") -> dict[str, Any]:
+    """Read one JSON object; a missing or malformed file is a located :class:`DataError`."""
+    try:
+        value = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(ErrorCode.FILE_NOT_FOUND, expected, file=str(path)) from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise DataError(ErrorCode.INVALID_JSON, expected, file=str(path), detail=str(exc)) from None
+    if not isinstance(value, dict):
+        raise DataError(ErrorCode.WRONG_TYPE, expected, file=str(path), got=type(value).__name__)
+    return value
+
+
 # --------------------------------------------------------------------------------------------- assets
 
 

@@ -21,9 +21,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..artifact import CONFIRM, PROFILE_LABELS, SELECT, Artifact
+from ..core.assets import read_json
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file
-from ..ledger import read_json
 from .tables import SCREENING_SPLITS, PaperTables
 
 RESULTS_DIR = Path("analysis") / "results"

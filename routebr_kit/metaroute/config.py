@@ -21,6 +21,7 @@ from typing import Any
 
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_json
+from ..files import read_yaml
 from .records import RouteAction, Workload
 
 _UNIT = {"range": (0.0, 1.0)}
@@ -232,15 +233,7 @@ class MetaRouteConfig:
     @classmethod
     def load(cls, path: str | Path) -> MetaRouteConfig:
         """Read a YAML file; keys it leaves out keep their published defaults."""
-        import yaml
-
-        path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise DataError(ErrorCode.FILE_NOT_FOUND, "a MetaRoute configuration file", file=str(path)) from None
-        except yaml.YAMLError as exc:
-            raise DataError(ErrorCode.INVALID_VALUE, "valid YAML", file=str(path), detail=str(exc)) from None
+        data = read_yaml(path, "a MetaRoute configuration file")
         return cls.from_mapping(data if data is not None else {}, file=str(path))
 
     def to_yaml(self) -> str:
