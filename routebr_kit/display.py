@@ -19,6 +19,7 @@ def setup() -> None:
     pd.set_option("display.max_columns", 30)
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm without ipywidgets: bars are off
     import seaborn as sns
 
     sns.set_theme(context="notebook", style="whitegrid")

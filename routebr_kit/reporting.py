@@ -29,13 +29,12 @@ class Outputs:
     def __init__(self, out_dir: str | Path, notebook: str = "") -> None:
         self.root = Path(out_dir)
         self.notebook = notebook
-        (self.root / "tables").mkdir(parents=True, exist_ok=True)
-        (self.root / "figures").mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(parents=True, exist_ok=True)
 
     def table(self, frame: Any, name: str, caption: str, *, float_format: str = "%.4f", index: bool = False) -> Path:
         """Save a DataFrame as CSV (full precision as formatted) and Markdown; returns the CSV path."""
-        csv_path = self.root / "tables" / f"{name}.csv"
-        md_path = self.root / "tables" / f"{name}.md"
+        csv_path = self._folder("tables") / f"{name}.csv"
+        md_path = csv_path.with_suffix(".md")
         frame.to_csv(csv_path, index=index, float_format=float_format, lineterminator="\n")
         md_path.write_text(f"**{caption}**\n\n" + markdown_table(frame, index=index) + "\n", encoding="utf-8")
         self._record(Saved("table", name, caption, (f"tables/{name}.csv", f"tables/{name}.md")))
@@ -43,18 +42,23 @@ class Outputs:
 
     def figure(self, fig: Any, name: str, caption: str, *, dpi: int = 120) -> Path:
         """Save a matplotlib figure as PNG and PDF (no timestamps); returns the PNG path."""
-        png = self.root / "figures" / f"{name}.png"
-        pdf = self.root / "figures" / f"{name}.pdf"
+        png = self._folder("figures") / f"{name}.png"
+        pdf = png.with_suffix(".pdf")
         fig.savefig(png, dpi=dpi, bbox_inches="tight", metadata={"Software": None})
         fig.savefig(pdf, bbox_inches="tight", metadata={"CreationDate": None, "Creator": None, "Producer": None})
         self._record(Saved("figure", name, caption, (f"figures/{name}.png", f"figures/{name}.pdf")))
         return png
 
     def json(self, value: Any, name: str, caption: str) -> Path:
-        path = self.root / "tables" / f"{name}.json"
+        path = self._folder("tables") / f"{name}.json"
         path.write_text(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
         self._record(Saved("table", name, caption, (f"tables/{name}.json",)))
         return path
+
+    def _folder(self, name: str) -> Path:
+        folder = self.root / name
+        folder.mkdir(exist_ok=True)
+        return folder
 
     def _record(self, saved: Saved) -> None:
         path = self.root / CAPTIONS
