@@ -18,6 +18,7 @@ from .records import (
                      CatalogAction,
                      Entity,
                      Gold,
+                     Language,
                      ObjectDifficulty,
                      ObjectResolution,
                      Proposal,

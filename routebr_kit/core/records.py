@@ -335,6 +335,13 @@ class Registry:
 # --------------------------------------------------------------------------------------------- benchmark cases
 
 
+class Language(str, enum.Enum):
+    """Language of a benchmark's requests and of the prompts that go with it."""
+
+    EN = "en"
+    ZH = "zh"
+
+
 class Split(str, enum.Enum):
     DEV = "DEV"
     MAIN = "MAIN"

@@ -13,10 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-
-class Language(str, enum.Enum):
-    EN = "en"
-    ZH = "zh"
+from ..core.records import Language
 
 
 class CueFamily(str, enum.Enum):

@@ -8,7 +8,6 @@ Standard library only.
 
 from __future__ import annotations
 
-import enum
 import json
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -18,7 +17,7 @@ from typing import Any
 
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_bytes
-from ..core.records import Stage
+from ..core.records import Language, Stage
 
 PROMPT_DIR = Path(__file__).resolve().parent
 PROMPT_KEYS = ("ROUTEBR", "B1_DIRECT", "B2_DIRECT_GUARD", "REPAIR")
@@ -26,10 +25,6 @@ ANSWERING_STAGES = ("ROUTEBR", "B1_DIRECT", "B2_DIRECT_GUARD")
 DEFAULT_VERSION = "1"
 _SCHEMA_SLOT = "{output_schema}"
 
-
-class Language(str, enum.Enum):
-    EN = "en"
-    ZH = "zh"
 
 
 @dataclass(frozen=True, slots=True)
