@@ -16,8 +16,8 @@ import statistics
 import time
 from pathlib import Path
 
-from routebr_kit.artifact import Artifact
 from routebr_kit.core.controller import ControllerOptions
+from routebr_kit.store.artifact import Artifact
 
 PUBLISHED_RATE = 68_000  # decisions/s of the published controller replaying the same rows (≈15 µs each)
 TARGET_RATE = 140_000

@@ -15,13 +15,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from routebr_kit.artifact import Artifact
 from routebr_kit.backends.lexical import LexicalBackend
 from routebr_kit.backends.simulated import SimulatedBackend
 from routebr_kit.core.aio import run_sync
 from routebr_kit.core.calls import ModelCall
 from routebr_kit.core.records import Stage
-from routebr_kit.runner import run_cases
+from routebr_kit.runs.runner import run_cases
+from routebr_kit.store.artifact import Artifact
 
 ROOT = Path(__file__).resolve().parents[1]
 

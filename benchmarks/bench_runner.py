@@ -27,7 +27,7 @@ from routebr_kit.backends.openai_compat import OpenAICompatBackend
 from routebr_kit.backends.profiles import Profile
 from routebr_kit.cli import print_table
 from routebr_kit.prompts import load_prompts
-from routebr_kit.runner import run_cases
+from routebr_kit.runs.runner import run_cases
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_ARTIFACT = REPO.parent / "shared" / "routebr_artifact"

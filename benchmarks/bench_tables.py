@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 
 _started = time.perf_counter()
-from routebr_kit.artifact import Artifact, replay_artifact  # noqa: E402
-from routebr_kit.evaluation import Source, audit_results, paper_tables, read_published, scorecard  # noqa: E402
+from routebr_kit.experiments.published import audit_results, read_published, scorecard  # noqa: E402
+from routebr_kit.experiments.replication import LedgerOrigin, paper_tables, replay_artifact  # noqa: E402
+from routebr_kit.store.artifact import Artifact  # noqa: E402
 
 IMPORT_SECONDS = time.perf_counter() - _started
 DEFAULT_ARTIFACT = Path(__file__).resolve().parents[1].parent / "shared" / "routebr_artifact"
@@ -26,8 +27,8 @@ TARGET_SECONDS = 2.0
 def recompute(root: Path) -> str:
     artifact = Artifact(root)  # a fresh instance: nothing cached between runs
     report = replay_artifact(artifact)
-    published = paper_tables(artifact, Source.PUBLISHED)
-    replayed = paper_tables(artifact, Source.REPLAYED, report)
+    published = paper_tables(artifact, LedgerOrigin.PUBLISHED)
+    replayed = paper_tables(artifact, LedgerOrigin.REPLAYED, report)
     if published.differences(replayed):
         raise SystemExit("replayed tables differ from published-prediction tables")
     return scorecard(replayed, audit_results(artifact), read_published(artifact)).line

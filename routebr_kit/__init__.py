@@ -1,12 +1,15 @@
 """routebr-kit: reproduce, explore and extend RouteBR (route before response) and MetaRoute-Bench.
 
-The controller core (:mod:`routebr_kit.core`) is standard-library only; evaluation, notebooks and live
-backends build on it.
+The controller core (:mod:`routebr_kit.core`) is standard-library only; :mod:`routebr_kit.store` loads what it
+decides over.  The names below are the public API of both; evaluation, experiments and notebooks build on them.
 """
 
-from . import backends  # noqa: E402 - the stdlib backends (scripted, replay) ship with the core
-from .core import *  # noqa: F401,F403 - the public controller API
-from .core import __all__ as _core_all
-
 __version__ = "0.1.0"
-__all__ = ["__version__", "backends", *_core_all]
+
+from . import backends  # noqa: E402 - the stdlib backends (scripted, replay)
+from .core import *  # noqa: E402,F401,F403 - the public controller API
+from .core import __all__ as _core_all  # noqa: E402
+from .store import *  # noqa: E402,F401,F403 - loaders and the benchmark vocabulary
+from .store import __all__ as _store_all  # noqa: E402
+
+__all__ = ["__version__", "backends", *_core_all, *_store_all]

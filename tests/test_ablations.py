@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from routebr_kit.ablations import Variant, prevented_promotions, replay_variants, variant_controller
-from routebr_kit.artifact import Artifact
+from routebr_kit.experiments.ablations import prevented_promotions, replay_variants
+from routebr_kit.store.artifact import Artifact
+from routebr_kit.systems.variants import Variant, variant_controller
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,10 @@ import shutil
 import pytest
 
 import routebr_kit as rk
-from routebr_kit.artifact import Artifact, replay_artifact
 from routebr_kit.cli import main
-from routebr_kit.ledger import read_predictions, write_predictions
+from routebr_kit.experiments.replication import replay_artifact
+from routebr_kit.store.artifact import Artifact
+from routebr_kit.store.ledger import read_predictions, write_predictions
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +59,9 @@ def test_replayed_rows_carry_the_kit_extras(report):
 
 def test_cli_replay_succeeds(routebr_artifact, capsys):
     assert main(["replay", "--artifact", str(routebr_artifact)]) == 0
-    assert "1400/1400 rows agree" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "1400/1400 rows agree on final path and boundary (independent:" in out
+    assert "1400/1400 rows agree on action and object (rebuilt:" in out
 
 
 def test_cli_replay_reports_a_tampered_row(tmp_path, routebr_artifact, capsys):
@@ -69,7 +72,7 @@ def test_cli_replay_reports_a_tampered_row(tmp_path, routebr_artifact, capsys):
     rows = list(read_predictions(target))
     first = rows[0]
     flipped = "T_REJECT" if first.pred_final_path != "T_REJECT" else "T_DEFER"
-    rows[0] = rk.ledger.PredictionRow(**{**{f: getattr(first, f) for f in first.__dataclass_fields__},
+    rows[0] = rk.store.ledger.PredictionRow(**{**{f: getattr(first, f) for f in first.__dataclass_fields__},
                                          "pred_final_path": flipped})
     write_predictions(target, rows)
     assert main(["replay", "--artifact", str(copy)]) == 1

@@ -7,8 +7,7 @@ import json
 import pytest
 
 import routebr_kit as rk
-from routebr_kit.artifact import PROFILE_LABELS
-from routebr_kit.backends.profiles import RESERVED_OPTIONS, load_profile, load_profiles
+from routebr_kit.backends.profiles import PROFILE_LABELS, RESERVED_OPTIONS, load_profile, load_profiles
 from routebr_kit.backends.registry import DEFAULT_PROFILES, make_backend
 
 PUBLISHED = "experiments/api_profiles.json"

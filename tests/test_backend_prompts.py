@@ -12,9 +12,9 @@ import pytest
 import routebr_kit as rk
 from routebr_kit.backends.openai_compat import OpenAICompatBackend
 from routebr_kit.backends.profiles import Profile
-from routebr_kit.baselines import DIRECT_SCHEMA, GUARD_SCHEMA, direct_payload
 from routebr_kit.core.contract import PROPOSAL_SCHEMA, repair_payload
 from routebr_kit.prompts import ANSWERING_STAGES, Language, detect_language, load_prompts, prompt_path
+from routebr_kit.systems.baselines import DIRECT_SCHEMA, GUARD_SCHEMA, direct_payload
 
 S = rk.Stage
 FORBIDDEN = ("gold", "annotator", "adjudicat")

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import routebr_kit as rk
 from routebr_kit.backends import ScriptedBackend
-from routebr_kit.baselines import (
+from routebr_kit.systems.baselines import (
     DirectBaseline,
     check_direct,
     direct_payload,

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from dataset_fixtures import VARIANTS, written
 
-from routebr_kit.core.assets import CASE_COLUMNS
 from routebr_kit.dataset.audit import AuditCode as A
 from routebr_kit.dataset.audit import CheckClass, FileKind, Severity, audit_cases, audit_files
+from routebr_kit.store.cases import CASE_COLUMNS
 
 #: Published rows whose cue evidence ('适合') is a lemma, not a span of the request ('合不合适').
 PUBLISHED_CUE_WARNINGS = (

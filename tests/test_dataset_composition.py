@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import routebr_kit as rk
-from routebr_kit.core.records import Boundary, ObjectDifficulty, Split
+from routebr_kit.core.records import Boundary
 from routebr_kit.dataset import Partition
 from routebr_kit.dataset.composition import (
     CUE_CELLS,
@@ -20,6 +20,7 @@ from routebr_kit.dataset.composition import (
     apportion,
     spread,
 )
+from routebr_kit.store.cases import ObjectDifficulty, Split
 
 A1, A2, A3, A4, A5 = ("A1_ADVISORY", "A2_INFO_LOOKUP", "A3_ACCOUNT_ANALYSIS", "A4_SUPPORT_RESPONSE",
                       "A5_PROTECTED_ACTION")

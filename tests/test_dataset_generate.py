@@ -8,11 +8,12 @@ import pytest
 from dataset_fixtures import LANGUAGES, VARIANTS, bench, written
 
 import routebr_kit as rk
-from routebr_kit.core.assets import CASE_COLUMNS, read_csv
-from routebr_kit.core.records import Boundary, ObjectDifficulty, Split
+from routebr_kit.core.records import Boundary
 from routebr_kit.dataset import Partition, generate_benchmark, gold_label, write_benchmark
 from routebr_kit.dataset.composition import CLEAR_STATE, UNRESOLVABLE
 from routebr_kit.dataset.references import code_of, mentioned, mentioned_in_any, normalise
+from routebr_kit.store.assets import read_csv
+from routebr_kit.store.cases import CASE_COLUMNS, ObjectDifficulty, Split
 
 FILES = {"routebr_600.csv", "routebr_select_160.csv", "routebr_confirm_320.csv", "catalog.csv",
          "boundary_rules.csv", "registry.csv", "manifest.json"}

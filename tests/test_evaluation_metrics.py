@@ -8,19 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routebr_kit.core import (
-    Boundary,
-    Case,
-    DataError,
-    ErrorCode,
-    Gold,
-    ObjectDifficulty,
-    RouteRequest,
-    RuntimeState,
-    Split,
-)
+from routebr_kit.core import Boundary, DataError, ErrorCode, RouteRequest, RuntimeState
 from routebr_kit.evaluation import PAPER_PATH_LABELS, flip_pairs, macro_f1, score, scores_frame
-from routebr_kit.ledger import PredictionRow
+from routebr_kit.store.cases import Case, Gold, ObjectDifficulty, Split
+from routebr_kit.store.ledger import PredictionRow
 
 A1, A3, A4 = "A1_ADVISORY", "A3_ACCOUNT_ANALYSIS", "A4_SUPPORT_RESPONSE"
 ETF, OTHER = "SSE:510300", "SSE:510050"

@@ -9,15 +9,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from routebr_kit.artifact import CONFIRM, SELECT, Artifact  # noqa: E402
-from routebr_kit.evaluation import Source, artifact_ledgers, pair_grid, paper_runs, score  # noqa: E402
-from routebr_kit.evaluation.plots import fd_fb_figure, pair_grid_figure, screening_figure  # noqa: E402
+from routebr_kit.evaluation import pair_grid, score
+from routebr_kit.evaluation.plots import fd_fb_figure, pair_grid_figure, screening_figure
+from routebr_kit.experiments.replication import LedgerOrigin, artifact_ledgers, paper_runs
+from routebr_kit.store.artifact import CONFIRM, SELECT, Artifact
 
 
 @pytest.fixture(scope="module")
 def setup(routebr_artifact):
     artifact = Artifact(routebr_artifact)
-    return artifact, paper_runs(artifact_ledgers(artifact, Source.PUBLISHED))
+    return artifact, paper_runs(artifact_ledgers(artifact, LedgerOrigin.PUBLISHED))
 
 
 def test_screening_figure_has_one_point_per_backend(setup) -> None:

@@ -12,24 +12,18 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from routebr_kit.artifact import CONFIRM, PROFILE_LABELS, SELECT, Artifact, replay_artifact
+from routebr_kit.backends.profiles import PROFILE_LABELS
 from routebr_kit.core import DataError, ErrorCode
-from routebr_kit.evaluation import (
-    Source,
+from routebr_kit.evaluation import flip_pairs, pair_grid, rq12_table, score, screening_table, wilson_published
+from routebr_kit.experiments.published import audit_results, parse_results_markdown, read_published, scorecard
+from routebr_kit.experiments.replication import (
+    LedgerOrigin,
     artifact_ledgers,
-    audit_results,
-    flip_pairs,
-    pair_grid,
     paper_runs,
     paper_tables,
-    parse_results_markdown,
-    read_published,
-    rq12_table,
-    score,
-    scorecard,
-    screening_table,
-    wilson_published,
+    replay_artifact,
 )
+from routebr_kit.store.artifact import CONFIRM, SELECT, Artifact
 
 SCREENING = [  # Backend, Contract, Path F1, FD, FB, Valid JSON, Calls/case, Tokens/case, Median latency (ms)
     ["DeepSeek V4 Pro", "97.5", "97.3", "0/84 (0.0)", "1/76 (1.3)", "100.0", "1.00", "762", "1367"],
@@ -77,17 +71,17 @@ def report(artifact):
 
 @pytest.fixture(scope="module")
 def tables(artifact, report):
-    return {Source.PUBLISHED: paper_tables(artifact, Source.PUBLISHED),
-            Source.REPLAYED: paper_tables(artifact, Source.REPLAYED, report)}
+    return {LedgerOrigin.PUBLISHED: paper_tables(artifact, LedgerOrigin.PUBLISHED),
+            LedgerOrigin.REPLAYED: paper_tables(artifact, LedgerOrigin.REPLAYED, report)}
 
 
 @pytest.fixture(scope="module")
 def ledgers(artifact, report):
-    return {Source.PUBLISHED: artifact_ledgers(artifact, Source.PUBLISHED),
-            Source.REPLAYED: artifact_ledgers(artifact, Source.REPLAYED, report)}
+    return {LedgerOrigin.PUBLISHED: artifact_ledgers(artifact, LedgerOrigin.PUBLISHED),
+            LedgerOrigin.REPLAYED: artifact_ledgers(artifact, LedgerOrigin.REPLAYED, report)}
 
 
-SOURCES = [Source.PUBLISHED, Source.REPLAYED]
+SOURCES = [LedgerOrigin.PUBLISHED, LedgerOrigin.REPLAYED]
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda s: s.value)
@@ -115,15 +109,15 @@ def test_mcnemar_comparisons(tables, source, key) -> None:
 
 
 def test_mcnemar_table_quotes_the_paper(tables) -> None:
-    frame = tables[Source.REPLAYED].mcnemar
+    frame = tables[LedgerOrigin.REPLAYED].mcnemar
     assert frame["p (two-sided)"].tolist() == ["8.3e-32", "0.34", "1.8e-12", "4.8e-07"]
     assert frame["Paired cases"].tolist() == [200, 200, 80, 40]
 
 
 def test_replayed_tables_are_identical_to_published_prediction_tables(tables) -> None:
-    assert tables[Source.REPLAYED].differences(tables[Source.PUBLISHED]) == []
-    for name, (frame, _) in tables[Source.REPLAYED].frames().items():
-        pd.testing.assert_frame_equal(frame, tables[Source.PUBLISHED].frames()[name][0])
+    assert tables[LedgerOrigin.REPLAYED].differences(tables[LedgerOrigin.PUBLISHED]) == []
+    for name, (frame, _) in tables[LedgerOrigin.REPLAYED].frames().items():
+        pd.testing.assert_frame_equal(frame, tables[LedgerOrigin.PUBLISHED].frames()[name][0])
 
 
 def test_integrity_audit(artifact) -> None:
@@ -157,7 +151,7 @@ def test_scorecard_reproduces_every_published_value(artifact, tables, source) ->
 
 
 def test_scorecard_names_what_does_not_reproduce(artifact, tables) -> None:
-    good = tables[Source.PUBLISHED]
+    good = tables[LedgerOrigin.PUBLISHED]
     screening = good.screening.copy()
     screening.loc[screening["Backend"] == "GPT-5.2", "FB"] = "4/76 (5.3)"
     rq3 = good.rq3.iloc[:3]  # the A-ground row is gone: four values missing
@@ -242,7 +236,7 @@ def test_calls_audit_is_matched_by_the_derivation(artifact, ledgers) -> None:
     """Published ledgers have no calls column: 1 + fallback gives the receipt audit's call counts."""
     audit = artifact.published_results["audit"]["select"]
     for profile in PROFILE_LABELS:
-        published = ledgers[Source.PUBLISHED]
+        published = ledgers[LedgerOrigin.PUBLISHED]
         rows = [r for split in ("main", "flip", "entity") for r in published[f"select/{profile}/{split}"]]
         assert score(rows, artifact.cases(SELECT)).calls == audit[profile]["calls"], profile
     assert audit["deepseek_v4_flash_efficiency"]["calls"] == 161
@@ -250,25 +244,25 @@ def test_calls_audit_is_matched_by_the_derivation(artifact, ledgers) -> None:
 
 def test_published_macro_f1_is_the_union_variant(artifact, ledgers) -> None:
     """The union-of-present-labels variant reproduces the published numbers; the fixed nine-label set does not."""
-    rows = ledgers[Source.PUBLISHED]["confirm/a_ground/entity"]
+    rows = ledgers[LedgerOrigin.PUBLISHED]["confirm/a_ground/entity"]
     s = score(rows, artifact.cases(CONFIRM))
     assert s.path_macro_f1 == artifact.published_results["confirm"]["a_ground:entity"]["path_macro_f1"]
     assert round(s.path_macro_f1, 3) == 0.124
     assert s.path_macro_f1_fixed < s.path_macro_f1
-    routebr_entity = score(ledgers[Source.PUBLISHED]["confirm/routebr/entity"], artifact.cases(CONFIRM))
+    routebr_entity = score(ledgers[LedgerOrigin.PUBLISHED]["confirm/routebr/entity"], artifact.cases(CONFIRM))
     assert (routebr_entity.path_macro_f1, round(routebr_entity.path_macro_f1_fixed, 4)) == (1.0, 0.5556)
 
 
 def test_object_aware_path_changes_no_published_number(artifact, ledgers) -> None:
     """Every object error of the artifact sits on a bounded or already-wrong path, so action@object == path."""
-    for key, rows in ledgers[Source.PUBLISHED].items():
+    for key, rows in ledgers[LedgerOrigin.PUBLISHED].items():
         s = score(rows, artifact.cases(key.split("/")[0]))
         assert s.strict_exact == s.contract_exact, key
         assert s.gold_boundary_disagreements == (), key
 
 
 def test_routebr_misses_three_flip_pairs(artifact, ledgers) -> None:
-    runs = paper_runs(ledgers[Source.REPLAYED])
+    runs = paper_runs(ledgers[LedgerOrigin.REPLAYED])
     grid = pair_grid(runs.flip, artifact.cases(CONFIRM))
     assert list(grid.index) == ["RouteBR", "B1 Direct", "B2 Direct+Guard"] and grid.shape == (3, 40)
     assert [p for p, ok in grid.loc["RouteBR"].items() if not ok] == ["PAIR-028", "PAIR-029", "PAIR-032"]
@@ -279,7 +273,7 @@ def test_routebr_misses_three_flip_pairs(artifact, ledgers) -> None:
 
 
 def test_builders_take_any_ledgers(artifact, ledgers) -> None:
-    runs = paper_runs(ledgers[Source.PUBLISHED])
+    runs = paper_runs(ledgers[LedgerOrigin.PUBLISHED])
     two = {"worse": runs.screening["GPT-5.2"], "better": runs.screening["DeepSeek V4 Pro"]}
     frame = screening_table(two, artifact.cases(SELECT).values(), extras=False)
     assert frame["Backend"].tolist() == ["better", "worse"]  # sorted by contract exact match
@@ -289,21 +283,21 @@ def test_builders_take_any_ledgers(artifact, ledgers) -> None:
 
 
 def test_rq12_needs_the_same_systems_on_both_splits(artifact, ledgers) -> None:
-    runs = paper_runs(ledgers[Source.PUBLISHED])
+    runs = paper_runs(ledgers[LedgerOrigin.PUBLISHED])
     with pytest.raises(DataError) as caught:
         rq12_table(runs.main, {"RouteBR": runs.flip["RouteBR"]}, artifact.cases(CONFIRM))
     assert caught.value.code is ErrorCode.INVALID_VALUE
 
 
 def test_missing_result_folder_is_an_error(ledgers) -> None:
-    partial = {k: v for k, v in ledgers[Source.PUBLISHED].items() if k != "confirm/a_state/flip"}
+    partial = {k: v for k, v in ledgers[LedgerOrigin.PUBLISHED].items() if k != "confirm/a_state/flip"}
     with pytest.raises(DataError) as caught:
         paper_runs(partial)
     assert caught.value.code is ErrorCode.UNKNOWN_REFERENCE and caught.value.got == "confirm/a_state/flip"
 
 
 def test_nan_free_tables(tables) -> None:
-    for frame, _ in tables[Source.PUBLISHED].frames().values():
+    for frame, _ in tables[LedgerOrigin.PUBLISHED].frames().values():
         assert not frame.isna().any().any()
         assert not frame.astype(str).apply(lambda col: col.str.contains("n/a")).any().any()
-    assert math.isclose(tables[Source.PUBLISHED].comparisons["rq1_routebr_vs_b2"].p_two_sided, 0.34375)
+    assert math.isclose(tables[LedgerOrigin.PUBLISHED].comparisons["rq1_routebr_vs_b2"].p_two_sided, 0.34375)

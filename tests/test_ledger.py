@@ -7,7 +7,13 @@ import csv
 import pytest
 
 import routebr_kit as rk
-from routebr_kit.ledger import PREDICTION_FIELDS, PUBLISHED_FIELDS, PredictionRow, read_predictions, write_predictions
+from routebr_kit.store.ledger import (
+    PREDICTION_FIELDS,
+    PUBLISHED_FIELDS,
+    PredictionRow,
+    read_predictions,
+    write_predictions,
+)
 
 FLASH_MAIN = "experiments/results/select/deepseek_v4_flash_efficiency/main/predictions.csv"
 
@@ -61,9 +67,9 @@ def test_prediction_from_decision_matches_published_conventions():
     from core_fixtures import controller, proposal, request
 
     decision = controller().decide(request(), "not json")
-    row = rk.ledger.prediction_from_decision(decision, "routebr")
+    row = rk.store.ledger.prediction_from_decision(decision, "routebr")
     assert (row.pred_action, row.pred_boundary, row.pred_final_path, row.error_code, row.valid_json) == (
         "NONE", "CLARIFY", "T_CLARIFY", "FAIL_CLOSED_ROUTEBR", False)
-    ok = rk.ledger.prediction_from_decision(controller().decide(request(), proposal()), "routebr")
+    ok = rk.store.ledger.prediction_from_decision(controller().decide(request(), proposal()), "routebr")
     assert ok.as_csv_row()["topk_json"] == '["A1_ADVISORY","A4_SUPPORT_RESPONSE"]' and ok.error_code == ""
 

@@ -10,17 +10,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import routebr_kit as rk
-from routebr_kit.artifact import Artifact
 from routebr_kit.backends.lexical import LexicalBackend, Lexicon, find_cues
 from routebr_kit.backends.registry import make_backend
 from routebr_kit.core.aio import run_sync
-from routebr_kit.core.assets import load_cases
 from routebr_kit.core.calls import FailureKind, ModelCall
 from routebr_kit.core.records import Stage
 from routebr_kit.dataset.composition import Partition
 from routebr_kit.dataset.generate import generate_benchmark
 from routebr_kit.evaluation.metrics import score
-from routebr_kit.runner import run_cases
+from routebr_kit.runs.runner import run_cases
+from routebr_kit.store.artifact import Artifact
+from routebr_kit.store.cases import load_cases
 
 A1, A2, A3, A4, A5 = ("A1_ADVISORY", "A2_INFO_LOOKUP", "A3_ACCOUNT_ANALYSIS", "A4_SUPPORT_RESPONSE",
                       "A5_PROTECTED_ACTION")

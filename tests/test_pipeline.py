@@ -10,7 +10,7 @@ import yaml
 
 import routebr_kit as rk
 from routebr_kit.cli import main
-from routebr_kit.pipeline import REPO, NotebookJob, RunPlan, listed_outputs, run
+from routebr_kit.notebook.pipeline import REPO, NotebookJob, RunPlan, listed_outputs, run
 
 PARAMS = REPO / "params"
 

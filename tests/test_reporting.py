@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from routebr_kit.reporting import CAPTIONS, Outputs, markdown_table  # noqa: E402
+from routebr_kit.notebook.outputs import CAPTIONS, Outputs, markdown_table
 
 
 def test_tables_and_captions(tmp_path):

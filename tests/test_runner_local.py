@@ -16,8 +16,8 @@ from openai_server import valid_answer
 import routebr_kit as rk
 from routebr_kit.backends import ReplayBackend
 from routebr_kit.backends.cache import CacheMissError
-from routebr_kit.ledger import read_predictions
-from routebr_kit.runner import RateLimiter, derive_interventions, run_cases
+from routebr_kit.runs.runner import RateLimiter, derive_interventions, run_cases
+from routebr_kit.store.ledger import read_predictions
 
 F = rk.FailureKind
 SHA = re.compile(r"[0-9a-f]{64}")

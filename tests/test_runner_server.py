@@ -19,8 +19,8 @@ from openai_server import OpenAIServer, completion, default_responder
 import routebr_kit as rk
 from routebr_kit.backends.cache import CacheMissError, CacheMode, ResponseCache
 from routebr_kit.backends.registry import make_backend
-from routebr_kit.ledger import drop_torn_tail, read_predictions
-from routebr_kit.runner import run_cases
+from routebr_kit.runs.runner import run_cases
+from routebr_kit.store.ledger import drop_torn_tail, read_predictions
 
 KEY = "sk-test-routebr-server-77e1d00d"
 ENV = "ROUTEBR_SERVER_TEST_KEY"

@@ -10,19 +10,19 @@ import papermill
 import pytest
 
 import routebr_kit as rk
-from routebr_kit.artifact import PROFILE_LABELS, Artifact
-from routebr_kit.screening import (
+from routebr_kit.backends.profiles import PROFILE_LABELS, missing_api_keys
+from routebr_kit.experiments.screening import (
     ScreeningConfig,
-    ScreeningSource,
     compare_with_published,
     held_out_table,
     label,
-    missing_api_keys,
     published_runs,
     run_backend,
     run_screening,
     screening_cases,
 )
+from routebr_kit.experiments.sources import Source
+from routebr_kit.store.artifact import Artifact
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "02_backend_screening.ipynb"
@@ -77,8 +77,8 @@ def test_the_artifact_source_is_the_published_screening(routebr_artifact, tmp_pa
 def test_a_simulated_screening_runs_every_backend_through_the_runner(routebr_artifact, tmp_path):
     cfg = config(routebr_artifact, tmp_path)
     screening = run_screening(cfg)
-    assert list(screening.runs) == [label("deepseek_v4_primary", ScreeningSource.SIMULATED),
-                                    label("ohmygpt_gpt52_frontier", ScreeningSource.SIMULATED), "local:lexical"]
+    assert list(screening.runs) == [label("deepseek_v4_primary", Source.SIMULATED),
+                                    label("ohmygpt_gpt52_frontier", Source.SIMULATED), "local:lexical"]
     assert all(len(rows) == 100 for rows in screening.runs.values())
     manifest = json.loads((screening.run_dirs["GPT-5.2 (simulated)"] / "run_manifest.json").read_text("utf-8"))
     assert manifest["simulated"] is True and manifest["status"] == "complete"

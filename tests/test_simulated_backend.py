@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import routebr_kit as rk
-from routebr_kit.artifact import PROFILE_LABELS, Artifact
+from routebr_kit.backends.profiles import PROFILE_LABELS
 from routebr_kit.backends.registry import make_backend
 from routebr_kit.backends.simulated import (
     DIRECT,
@@ -29,14 +29,11 @@ from routebr_kit.backends.simulated import (
     profile_table,
     resolve_profile,
 )
-from routebr_kit.baselines import direct_payload
 from routebr_kit.core.aio import run_sync
 from routebr_kit.core.calls import FailureKind, ModelCall
-from routebr_kit.core.records import ObjectDifficulty as D
 from routebr_kit.core.records import ReasonCode, Stage, Terminal
 from routebr_kit.evaluation.metrics import score
-from routebr_kit.runner import run_cases
-from routebr_kit.screening import (
+from routebr_kit.experiments.screening import (
     COUNT_TOLERANCE,
     PATH_TOLERANCE_POINTS,
     ScreeningConfig,
@@ -44,6 +41,10 @@ from routebr_kit.screening import (
     seed_sweep,
     simulated_rows,
 )
+from routebr_kit.runs.runner import run_cases
+from routebr_kit.store.artifact import Artifact
+from routebr_kit.store.cases import ObjectDifficulty as D
+from routebr_kit.systems.baselines import direct_payload
 
 A1, A2, A3, A4, A5 = ("A1_ADVISORY", "A2_INFO_LOOKUP", "A3_ACCOUNT_ANALYSIS", "A4_SUPPORT_RESPONSE",
                       "A5_PROTECTED_ACTION")

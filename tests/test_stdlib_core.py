@@ -11,7 +11,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "routebr_kit"
 STDLIB_MODULES = sorted([*(PACKAGE / "core").glob("*.py"),
                          *(PACKAGE / "backends" / name for name in ("base.py", "scripted.py", "replay.py")),
-                         PACKAGE / "ledger.py", PACKAGE / "artifact.py"])
+                         *(PACKAGE / "store" / name for name in ("__init__.py", "assets.py", "cases.py", "ledger.py",
+                                                                 "artifact.py")),
+                         PACKAGE / "runs" / "replay.py"])
 
 
 def _top_level_imports(path: Path) -> set[str]:
@@ -32,8 +34,18 @@ def test_module_imports_only_the_standard_library(path):
 def test_importing_the_kit_and_replaying_loads_no_third_party_package():
     import subprocess
 
-    code = ("import sys, routebr_kit, routebr_kit.artifact, routebr_kit.ledger; "
+    code = ("import sys, routebr_kit, routebr_kit.store.artifact, routebr_kit.store.ledger, routebr_kit.runs.replay; "
             "heavy = {'numpy', 'pandas', 'scipy', 'openai', 'matplotlib', 'yaml'} & set(sys.modules); "
             "print(sorted(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_core_imports_nothing_outside_itself():
+    """The online path depends on no other part of the kit (records, rules, contract, controller, calls)."""
+    for path in (PACKAGE / "core").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                assert node.level <= 1, f"{path.name} reaches outside core: {'.' * node.level}{node.module}"
+                assert not (node.module or "").startswith("routebr_kit"), f"{path.name} imports {node.module}"

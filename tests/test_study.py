@@ -7,7 +7,8 @@ import pytest
 import routebr_kit as rk
 from routebr_kit.evaluation import analysis
 from routebr_kit.evaluation.metrics import score
-from routebr_kit.study import RUNS, Source, StudyConfig, load_study
+from routebr_kit.experiments.sources import Source
+from routebr_kit.experiments.study import RUNS, StudyConfig, load_study
 
 
 @pytest.fixture(scope="module")

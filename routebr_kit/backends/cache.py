@@ -22,7 +22,7 @@ from typing import Any
 
 from ..core.errors import KitError
 from ..core.hashing import sha256_json
-from ..ledger import write_json_atomic
+from ..store.ledger import write_json_atomic
 
 
 class CacheMode(str, enum.Enum):

@@ -25,8 +25,9 @@ load, as is any unknown key (a misspelt option, or a key pasted where its variab
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -188,4 +189,29 @@ def _profile(name: str, settings: Any, file: str, line: int | None) -> Profile:
                    request_options=MappingProxyType(dict(options)), accepted_reported_models=tuple(accepted), **extra)
 
 
-__all__ = ["PROMPT_LANGUAGES", "RESERVED_OPTIONS", "Profile", "load_profile", "load_profiles"]
+
+
+#: Display names of the six screened profiles, in the published screening table's vocabulary.
+PROFILE_LABELS = {
+    "deepseek_v4_primary": "DeepSeek V4 Pro",
+    "deepseek_v4_flash_efficiency": "DeepSeek V4 Flash",
+    "qwencloud_qwen38max_robustness": "Qwen3.8 Max",
+    "ohmygpt_gpt4o_historical": "GPT-4o",
+    "qwencloud_qwen37plus_robustness": "Qwen3.7 Plus",
+    "ohmygpt_gpt52_frontier": "GPT-5.2",
+}
+
+
+def missing_api_keys(profiles: Iterable[str], profiles_path: str | Path) -> tuple[str, ...]:
+    """The API-key environment variables (names only) the profiles need and the environment lacks."""
+    known = load_profiles(profiles_path)
+    unknown = [p for p in profiles if p not in known]
+    if unknown:
+        raise DataError(ErrorCode.UNKNOWN_REFERENCE, "profiles defined in the profiles file", got=unknown,
+                        file=str(profiles_path), field="profiles")
+    needed = sorted({known[p].api_key_env for p in profiles})
+    return tuple(name for name in needed if not os.environ.get(name))
+
+
+__all__ = ["PROFILE_LABELS", "PROMPT_LANGUAGES", "RESERVED_OPTIONS", "Profile", "load_profile", "load_profiles",
+           "missing_api_keys"]

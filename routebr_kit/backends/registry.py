@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import DataError, ErrorCode
-from ..core.records import Case, Catalog
+from ..core.records import Catalog
 from ..prompts import Language, PromptSet, detect_language, load_prompts
+from ..store.cases import Case
 from .cache import ResponseCache
 from .profiles import load_profile
 

@@ -65,8 +65,9 @@ from typing import Any
 from ..core.calls import FailureKind, ModelCall, ModelReply
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file, sha256_json
-from ..core.records import NONE, OBJECT_FREE_TYPE, UNRESOLVED, Boundary, Case, ObjectDifficulty, Stage, Terminal
+from ..core.records import NONE, OBJECT_FREE_TYPE, UNRESOLVED, Boundary, Stage, Terminal
 from ..core.rules import PolicyEngine, rule
+from ..store.cases import Case, ObjectDifficulty
 
 D = ObjectDifficulty
 A1, A2, A3, A4 = "A1_ADVISORY", "A2_INFO_LOOKUP", "A3_ACCOUNT_ANALYSIS", "A4_SUPPORT_RESPONSE"

@@ -9,7 +9,7 @@ Validation runs in three phases and returns *every* violation as a :class:`Contr
    action, ``NONE`` exactly for object-free actions.
 
 Any JSON value of any type or size in any field yields errors, never an exception.  Extra keys are ignored.
-The same building blocks validate the B1/B2 one-call routes (:mod:`routebr_kit.baselines`).
+The same building blocks validate the B1/B2 one-call routes (:mod:`routebr_kit.systems.baselines`).
 """
 
 from __future__ import annotations

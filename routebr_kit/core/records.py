@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from .errors import DataError, ErrorCode
+from .hashing import sha256_json
+
 #: Object sentinels of the proposal contract.
 UNRESOLVED = "UNRESOLVED"
 NONE = "NONE"
@@ -164,8 +167,6 @@ class Entity:
 
     def __post_init__(self) -> None:
         if self.object_id in OBJECT_SENTINELS or not self.object_id:
-            from .errors import DataError, ErrorCode
-
             raise DataError(ErrorCode.INVALID_VALUE, "a registered object ID (not empty, UNRESOLVED or NONE)",
                             got=self.object_id, field="object_id")
 
@@ -269,8 +270,6 @@ class Catalog:
     def __post_init__(self) -> None:
         object.__setattr__(self, "index", MappingProxyType({a.action_id: a for a in self.actions}))
         if not self.sha256:
-            from .hashing import sha256_json
-
             object.__setattr__(self, "sha256", sha256_json([_action_view(a) for a in self.actions]))
 
     @property
@@ -314,8 +313,6 @@ class Registry:
     def __post_init__(self) -> None:
         object.__setattr__(self, "index", MappingProxyType({e.object_id: e for e in self.entities}))
         if not self.sha256:
-            from .hashing import sha256_json
-
             view = [{**e.prompt_view(), "attributes": dict(e.attributes)} for e in self.entities]
             object.__setattr__(self, "sha256", sha256_json(view))
 
@@ -330,69 +327,3 @@ class Registry:
 
     def __iter__(self):
         return iter(self.entities)
-
-
-# --------------------------------------------------------------------------------------------- benchmark cases
-
-
-class Language(str, enum.Enum):
-    """Language of a benchmark's requests and of the prompts that go with it."""
-
-    EN = "en"
-    ZH = "zh"
-
-
-class Split(str, enum.Enum):
-    DEV = "DEV"
-    MAIN = "MAIN"
-    FLIP = "FLIP"
-    ENTITY = "ENTITY"
-
-
-class ObjectDifficulty(str, enum.Enum):
-    """How the request refers to its object."""
-
-    NONE = "NONE"  # the action is object-free
-    EXPLICIT_NAME = "EXPLICIT_NAME"
-    CODE_ONLY = "CODE_ONLY"
-    ANAPHORA = "ANAPHORA"  # the history is needed
-    UNDERSPECIFIED = "UNDERSPECIFIED"
-    CONFLICTING = "CONFLICTING"
-
-
-@dataclass(frozen=True, slots=True)
-class Gold:
-    """Reference labels of one case (never shown to a model)."""
-
-    action: str
-    object_difficulty: ObjectDifficulty
-    object_id: str
-    boundary: Boundary
-    final_path: str
-    rule_ids: tuple[str, ...]
-    cues: tuple[Mapping[str, Any], ...] = ()
-
-    @property
-    def dispatchable(self) -> bool:
-        """Decided from the final path, as the published scorer does."""
-        return not self.final_path.startswith("T_")
-
-    @property
-    def strict_path(self) -> str:
-        return f"{self.final_path}@{self.object_id}" if self.dispatchable else self.final_path
-
-
-@dataclass(frozen=True, slots=True)
-class Case:
-    """One benchmark scenario: the request, its partition and its gold labels."""
-
-    request: RouteRequest
-    split: Split
-    gold: Gold
-    pair_id: str = ""
-    scenario_cell: str = ""
-    line: int = field(default=0, compare=False)  # 1-based line in the file it was read from
-
-    @property
-    def case_id(self) -> str:
-        return self.request.request_id

@@ -38,31 +38,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..core.assets import (
-    CASE_COLUMNS,
-    CASE_REQUIRED_VALUES,
-    CsvTable,
-    load_cases,
-    load_catalog,
-    load_registry,
-    load_rules,
-    read_csv,
-)
 from ..core.controller import Controller
 from ..core.errors import DataError
-from ..core.records import (
-    NONE,
-    UNRESOLVED,
-    Boundary,
-    Case,
-    Catalog,
-    ObjectDifficulty,
-    Registry,
-    Split,
-    Terminal,
-    final_path_of,
-)
+from ..core.records import NONE, UNRESOLVED, Boundary, Catalog, Registry, Terminal, final_path_of
 from ..core.rules import PolicyEngine
+from ..store.assets import CsvTable, load_catalog, load_registry, load_rules, read_csv
+from ..store.cases import CASE_COLUMNS, CASE_REQUIRED_VALUES, Case, ObjectDifficulty, Split, load_cases
 from .composition import (
     ACTION_TOTALS,
     ACTIONS,

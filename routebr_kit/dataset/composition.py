@@ -25,8 +25,9 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from ..core.errors import DataError, ErrorCode
-from ..core.records import Boundary, ObjectDifficulty, Split
+from ..core.records import Boundary
 from ..core.rules import PolicyEngine, Rule
+from ..store.cases import ObjectDifficulty, Split
 
 T = TypeVar("T")
 

@@ -29,11 +29,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..core.assets import CASE_COLUMNS, Assets, load_assets
 from ..core.controller import Controller
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_bytes
-from ..core.records import Case, Entity, Gold, RouteRequest, RuntimeState, Split
+from ..core.records import Entity, RouteRequest, RuntimeState
+from ..store.assets import Assets, load_assets
+from ..store.cases import CASE_COLUMNS, Case, Gold, Split
 from .composition import CUE_CELLS, PARTITION_SIZES, Partition, Slot, allocate
 from .labels import gold_label
 from .language import Language, LanguagePack

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..core.records import Language
+from ..store.cases import Language
 
 
 class CueFamily(str, enum.Enum):

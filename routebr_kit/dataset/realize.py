@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import DataError, ErrorCode
-from ..core.records import NONE, UNRESOLVED, Entity, ObjectDifficulty, Registry
+from ..core.records import NONE, UNRESOLVED, Entity, Registry
+from ..store.cases import ObjectDifficulty
 from .composition import A1, A2, A3, A4, A5, Slot
 from .language import CueFamily, LanguagePack, placeholders, strip_cue
 from .references import code_of, mentioned, mentioned_in_any, normalise

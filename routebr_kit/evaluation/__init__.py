@@ -1,6 +1,6 @@
-"""The evaluation layer: metrics, statistics, the paper's tables and the published-value scorecard.
+"""The evaluation layer: metrics, statistics and the paper's table builders — no knowledge of any artifact.
 
-It reads only ledgers (:class:`~routebr_kit.ledger.PredictionRow` sequences) and gold cases, so the same code
+It reads only ledgers (:class:`~routebr_kit.store.ledger.PredictionRow` sequences) and gold cases, so the same code
 scores published, replayed, simulated, local and live runs.  Figures live in :mod:`routebr_kit.evaluation.plots`
 (imported on demand, it needs matplotlib and seaborn).
 """
@@ -19,31 +19,14 @@ from .metrics import (
     score,
     scores_frame,
 )
-from .published import (
-    Check,
-    PublishedResults,
-    ResultsAudit,
-    Scorecard,
-    audit_results,
-    parse_results_markdown,
-    read_published,
-    scorecard,
-)
 from .stats import Z95, Interval, McNemar, mcnemar, mcnemar_p_published, wilson, wilson_published
 from .tables import (
     SYSTEM_LABELS,
-    PaperRuns,
-    PaperTables,
-    Source,
-    artifact_ledgers,
-    build_tables,
     fmt_count,
     fmt_pct,
     mcnemar_results,
     mcnemar_table,
     pair_grid,
-    paper_runs,
-    paper_tables,
     rq3_table,
     rq12_table,
     screening_table,

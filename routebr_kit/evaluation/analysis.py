@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import pandas as pd
 
-from ..core.records import Case
-from ..ledger import PredictionRow
+from ..store.cases import Case
+from ..store.ledger import PredictionRow
 from .metrics import Cases, index_cases, score
 from .tables import fmt_count, fmt_pct
 

@@ -38,8 +38,9 @@ from typing import Any
 import pandas as pd
 
 from ..core.errors import DataError, ErrorCode
-from ..core.records import TERMINAL_PATHS, Boundary, Case
-from ..ledger import PredictionRow
+from ..core.records import TERMINAL_PATHS, Boundary
+from ..store.cases import Case
+from ..store.ledger import PredictionRow
 from .stats import Interval, wilson
 
 #: The paper's fixed final-path vocabulary: five dispatch actions and four bounded terminals.

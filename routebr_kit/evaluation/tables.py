@@ -19,17 +19,14 @@ controller (:attr:`Source.REPLAYED`; B1/B2 have no controller and are scored fro
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ..artifact import CONFIRM, PROFILE_LABELS, SELECT, Artifact, ReplayReport, replay_artifact
 from ..core.errors import DataError, ErrorCode
-from ..core.records import Split, System
-from ..ledger import PredictionRow
+from ..core.records import System
+from ..store.ledger import PredictionRow
 from .metrics import Cases, Count, flip_pairs, index_cases, score
 from .stats import McNemar, mcnemar
 
@@ -152,10 +149,10 @@ def mcnemar_results(comparisons: Mapping[str, tuple[Rows, Rows]], cases: Cases) 
 
 def mcnemar_table(comparisons: Mapping[str, tuple[Rows, Rows]], cases: Cases) -> pd.DataFrame:
     """One row per comparison: A-only and B-only correct, discordant pairs, exact two-sided p."""
-    return _mcnemar_frame(mcnemar_results(comparisons, cases))
+    return mcnemar_frame(mcnemar_results(comparisons, cases))
 
 
-def _mcnemar_frame(results: Mapping[str, McNemar]) -> pd.DataFrame:
+def mcnemar_frame(results: Mapping[str, McNemar]) -> pd.DataFrame:
     return pd.DataFrame([{"Comparison": name, "A only correct": m.a_only_correct,
                           "B only correct": m.b_only_correct, "Discordant": m.discordant,
                           "Paired cases": m.paired, "p (two-sided)": f"{m.p_two_sided:.2g}"}
@@ -166,131 +163,3 @@ def pair_grid(flip: Mapping[str, Rows], cases: Cases) -> pd.DataFrame:
     """FLIP pair correctness: one row per system, one boolean column per pair ID."""
     index = index_cases(cases)
     return pd.DataFrame({label: dict(flip_pairs(rows, index).correct_by_pair) for label, rows in flip.items()}).T
-
-
-# --------------------------------------------------------------------------------------------- from the artifact
-
-
-class Source(str, enum.Enum):
-    """Where the tables' prediction rows come from."""
-
-    PUBLISHED = "published"  # the artifact's predictions.csv files
-    REPLAYED = "replayed"  # recorded proposals replayed through the kit's controller (B1/B2 as recorded)
-
-
-#: The published comparison keys (the A-state comparison is the paper's RQ2 but the published key says rq3).
-COMPARISONS = {
-    "rq1_routebr_vs_b1": (System.ROUTEBR, System.B1_DIRECT, Split.MAIN),
-    "rq1_routebr_vs_b2": (System.ROUTEBR, System.B2_DIRECT_GUARD, Split.MAIN),
-    "rq3_routebr_vs_no_state": (System.ROUTEBR, System.A_STATE, Split.FLIP),
-    "rq3_routebr_vs_no_ground": (System.ROUTEBR, System.A_GROUND, Split.ENTITY),
-}
-RQ12_SYSTEMS = (System.ROUTEBR, System.B1_DIRECT, System.B2_DIRECT_GUARD)
-RQ3_RUNS = ((System.ROUTEBR, Split.FLIP), (System.A_STATE, Split.FLIP), (System.ROUTEBR, Split.ENTITY),
-            (System.A_GROUND, Split.ENTITY))
-SCREENING_SPLITS = (Split.MAIN, Split.FLIP, Split.ENTITY)
-
-
-def artifact_ledgers(artifact: Artifact, source: Source = Source.PUBLISHED,
-                     report: ReplayReport | None = None) -> dict[str, tuple[PredictionRow, ...]]:
-    """Every result folder's rows keyed by task key (``select/<profile>/<split>``, ``confirm/<system>/<split>``).
-
-    ``Source.REPLAYED`` takes controller rows from ``report`` (replaying the artifact when not given).
-    """
-    source = Source(source)
-    if source is Source.PUBLISHED:
-        return {t.key: artifact.predictions(t) for t in artifact.tasks()}
-    report = report if report is not None else replay_artifact(artifact)
-    replayed = {t.task.key: t.replayed for t in report.tasks}
-    ledgers = {}
-    for task in artifact.tasks():
-        if task.system.uses_controller:
-            if task.key not in replayed:
-                raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a replay of every controller task", got=task.key,
-                                file=str(task.path))
-            ledgers[task.key] = replayed[task.key]
-        else:
-            ledgers[task.key] = artifact.predictions(task)
-    return ledgers
-
-
-@dataclass(frozen=True)
-class PaperRuns:
-    """The ledgers behind the published tables, labelled as the tables label them."""
-
-    screening: Mapping[str, Rows]  # backend → SELECT-160 rows (MAIN + FLIP + ENTITY)
-    main: Mapping[str, Rows]  # system → CONFIRM MAIN rows (RouteBR, B1, B2)
-    flip: Mapping[str, Rows]  # system → CONFIRM FLIP rows (RouteBR, B1, B2)
-    safeguards: Mapping[tuple[str, str], Rows]  # (variant, split) → CONFIRM rows
-    comparisons: Mapping[str, tuple[Rows, Rows]]  # published comparison key → (A rows, B rows)
-
-
-def paper_runs(ledgers: Mapping[str, Rows]) -> PaperRuns:
-    """Group an artifact's ledgers (:func:`artifact_ledgers`) into the tables' runs."""
-    def rows(key: str) -> Rows:
-        if key not in ledgers:
-            raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a published result folder", got=key)
-        return ledgers[key]
-
-    def confirm(system: System, split: Split) -> Rows:
-        return rows(f"{CONFIRM}/{system.value}/{split.value.lower()}")
-
-    return PaperRuns(
-        screening={label: [r for split in SCREENING_SPLITS for r in rows(f"{SELECT}/{profile}/{split.value.lower()}")]
-                   for profile, label in PROFILE_LABELS.items()},
-        main={SYSTEM_LABELS[s]: confirm(s, Split.MAIN) for s in RQ12_SYSTEMS},
-        flip={SYSTEM_LABELS[s]: confirm(s, Split.FLIP) for s in RQ12_SYSTEMS},
-        safeguards={(SYSTEM_LABELS[s], split.value): confirm(s, split) for s, split in RQ3_RUNS},
-        comparisons={key: (confirm(a, split), confirm(b, split)) for key, (a, b, split) in COMPARISONS.items()},
-    )
-
-
-@dataclass(frozen=True)
-class PaperTables:
-    """Tables IV, V, VI and the McNemar comparisons, from one source."""
-
-    source: Source
-    screening: pd.DataFrame
-    rq12: pd.DataFrame
-    rq3: pd.DataFrame
-    comparisons: Mapping[str, McNemar] = field(repr=False)
-
-    @property
-    def mcnemar(self) -> pd.DataFrame:
-        return _mcnemar_frame(self.comparisons)
-
-    def frames(self) -> dict[str, tuple[pd.DataFrame, str]]:
-        """``name -> (table, caption)`` in the paper's order."""
-        return {
-            "table_iv_screening": (self.screening, "Table IV: backend screening on SELECT-160"),
-            "table_v_rq1_rq2": (self.rq12, "Table V: RQ1-RQ2 on CONFIRM (FD/FB pooled over MAIN+FLIP)"),
-            "table_vi_rq3": (self.rq3, "Table VI: RQ3 safeguards on CONFIRM"),
-            "mcnemar": (self.mcnemar, "Exact two-sided McNemar tests on paired final-path correctness"),
-        }
-
-    def differences(self, other: PaperTables) -> list[str]:
-        """Names of the tables that differ from ``other``'s (empty when every table is identical)."""
-        mine, theirs = self.frames(), other.frames()
-        differ = [name for name in ("table_iv_screening", "table_v_rq1_rq2", "table_vi_rq3")
-                  if not mine[name][0].equals(theirs[name][0])]
-        return differ + (["mcnemar"] if dict(self.comparisons) != dict(other.comparisons) else [])
-
-
-def build_tables(runs: PaperRuns, select_cases: Cases, confirm_cases: Cases,
-                 source: Source = Source.PUBLISHED) -> PaperTables:
-    """Build every table from grouped runs."""
-    return PaperTables(
-        source=Source(source),
-        screening=screening_table(runs.screening, select_cases),
-        rq12=rq12_table(runs.main, runs.flip, confirm_cases),
-        rq3=rq3_table(runs.safeguards, confirm_cases),
-        comparisons=mcnemar_results(runs.comparisons, confirm_cases),
-    )
-
-
-def paper_tables(artifact: Artifact | str, source: Source = Source.PUBLISHED,
-                 report: ReplayReport | None = None) -> PaperTables:
-    """All tables of a published artifact, from its predictions or from a replay of them."""
-    artifact = artifact if isinstance(artifact, Artifact) else Artifact(artifact)
-    runs = paper_runs(artifact_ledgers(artifact, source, report))
-    return build_tables(runs, artifact.cases(SELECT), artifact.cases(CONFIRM), source)

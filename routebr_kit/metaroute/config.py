@@ -21,7 +21,7 @@ from typing import Any
 
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_json
-from ..files import read_yaml
+from ..store.files import read_yaml
 from .records import RouteAction, Workload
 
 _UNIT = {"range": (0.0, 1.0)}

@@ -17,7 +17,8 @@ from typing import Any
 
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_bytes
-from ..core.records import Language, Stage
+from ..core.records import Stage
+from ..store.cases import Language
 
 PROMPT_DIR = Path(__file__).resolve().parent
 PROMPT_KEYS = ("ROUTEBR", "B1_DIRECT", "B2_DIRECT_GUARD", "REPAIR")

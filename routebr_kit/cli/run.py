@@ -6,7 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..cli import command, print_table
+from ..backends.cache import CacheMode, ResponseCache
+from ..backends.registry import make_backend
+from ..core.errors import DataError, ErrorCode
+from ..runs.runner import derive_interventions, parse_system, run_cases
+from ..store.assets import assets_beside, load_assets
+from ..store.cases import Split, load_cases
+from .common import command, print_table
 
 SPLITS = ("MAIN", "FLIP", "ENTITY", "ALL")
 
@@ -41,12 +47,6 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command("run", "run one system over a benchmark split with one backend (resumable, concurrent)", _args)
 def run(args: argparse.Namespace) -> int:
-    from ..backends.cache import CacheMode, ResponseCache
-    from ..backends.registry import make_backend
-    from ..core.assets import assets_beside, load_assets, load_cases
-    from ..core.errors import DataError, ErrorCode
-    from ..core.records import Split
-    from ..runner import derive_interventions, parse_system, run_cases
 
     if args.catalog or args.rules or args.registry:
         here = args.cases.parent

@@ -17,23 +17,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from .controller import Controller, ControllerOptions
-from .errors import DataError, ErrorCode
-from .hashing import sha256_bytes
-from .records import (
-    Boundary,
-    Case,
-    Catalog,
-    CatalogAction,
-    Entity,
-    Gold,
-    ObjectDifficulty,
-    Registry,
-    RouteRequest,
-    RuntimeState,
-    Split,
-)
-from .rules import PolicyEngine, Rule, rule
+from ..core.controller import Controller, ControllerOptions
+from ..core.errors import DataError, ErrorCode
+from ..core.hashing import sha256_bytes
+from ..core.records import Boundary, Catalog, CatalogAction, Entity, Registry
+from ..core.rules import PolicyEngine, Rule, rule
 
 E = TypeVar("E")
 
@@ -42,12 +30,6 @@ RULE_COLUMNS = ("rule_id", "priority", "applies_to", "condition_json", "decision
 PUBLISHED_REGISTRY_COLUMNS = ("object_id", "exchange", "security_code", "official_short_name", "asset_group",
                               "source_url", "source_effective_date", "verified_on")
 KIT_REGISTRY_COLUMNS = ("object_id", "object_type", "display_name", "aliases")
-CASE_COLUMNS = ("case_id", "split", "pair_id", "scenario_cell", "utterance", "history_json", "runtime_context_json",
-                "candidate_entities_json", "gold_cues_json", "gold_action", "gold_object_difficulty",
-                "gold_object_id", "gold_boundary", "gold_final_path", "gold_rule_ids_json")
-CASE_REQUIRED_VALUES = ("case_id", "split", "scenario_cell", "utterance", "runtime_context_json",
-                        "candidate_entities_json", "gold_cues_json", "gold_action", "gold_object_difficulty",
-                        "gold_boundary", "gold_final_path", "gold_rule_ids_json")
 
 
 # --------------------------------------------------------------------------------------------- CSV reading
@@ -280,73 +262,6 @@ def _registry_entity(row: _Row, object_id: str, kit: bool) -> Entity:
                       MappingProxyType({k: v for k, v in row.values.items() if k not in core}))
     attrs = {k: row.text(k) for k in PUBLISHED_REGISTRY_COLUMNS[1:]}
     return Entity(object_id, "ETF", attrs["official_short_name"], (attrs["security_code"],), MappingProxyType(attrs))
-
-
-# --------------------------------------------------------------------------------------------- cases
-
-
-def load_cases(path: str | Path) -> tuple[Case, ...]:
-    """Benchmark cases in the published schema (JSON columns parsed and type-checked)."""
-    table = read_csv(path, CASE_COLUMNS)
-    cases, seen = [], {}
-    for row in _rows(table):
-        for field in CASE_REQUIRED_VALUES:
-            row.text(field)
-        case_id = row.text("case_id")
-        _unique(row, "case_id", case_id, seen)
-        cases.append(_case(row, case_id))
-    return tuple(cases)
-
-
-def _case(row: _Row, case_id: str) -> Case:
-    history = row.json("history_json", list, required=False, default=[])
-    if not all(isinstance(h, str) for h in history):
-        raise row.error(ErrorCode.WRONG_TYPE, "a JSON array of strings", "history_json", history)
-    state = row.json("runtime_context_json", dict)
-    candidates = tuple(_entity(row, i, item)
-                       for i, item in enumerate(row.json("candidate_entities_json", list)))
-    cues = row.json("gold_cues_json", list)
-    if not all(isinstance(c, dict) for c in cues):
-        raise row.error(ErrorCode.WRONG_TYPE, "a JSON array of objects", "gold_cues_json", cues)
-    rule_ids = row.json("gold_rule_ids_json", list)
-    if not all(isinstance(r, str) and r for r in rule_ids):
-        raise row.error(ErrorCode.WRONG_TYPE, "a JSON array of rule-ID strings", "gold_rule_ids_json", rule_ids)
-    gold = Gold(
-        action=row.text("gold_action"),
-        object_difficulty=row.enum("gold_object_difficulty", ObjectDifficulty, [d.value for d in ObjectDifficulty]),
-        object_id=row.text("gold_object_id", required=False) or "NONE",
-        boundary=row.enum("gold_boundary", Boundary, [b.value for b in Boundary]),
-        final_path=row.text("gold_final_path"),
-        rule_ids=tuple(rule_ids),
-        cues=tuple(MappingProxyType(c) for c in cues),
-    )
-    split_raw = row.text("split").upper()
-    try:
-        split = Split(split_raw)
-    except ValueError:
-        raise row.error(ErrorCode.UNKNOWN_ENUM, "one of " + ", ".join(s.value for s in Split), "split",
-                        split_raw) from None
-    request = RouteRequest(case_id, row.text("utterance"), tuple(history), RuntimeState(state), candidates)
-    return Case(request, split, gold, row.text("pair_id", required=False), row.text("scenario_cell"), row.line)
-
-
-def _entity(row: _Row, index: int, item: Any) -> Entity:
-    field = "candidate_entities_json"
-    where = f"candidate #{index + 1}"
-    if not isinstance(item, dict):
-        raise row.error(ErrorCode.WRONG_TYPE, "a JSON object per candidate", field, item, where)
-    for key in ("object_id", "object_type", "display_name"):
-        if not isinstance(item.get(key), str) or not item[key]:
-            raise row.error(ErrorCode.WRONG_TYPE, f"a non-empty string {key!r}", field, item.get(key), where)
-    aliases = item.get("aliases", [])
-    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
-        raise row.error(ErrorCode.WRONG_TYPE, "'aliases' as a JSON array of strings", field, aliases, where)
-    extra = {k: str(v) for k, v in item.items() if k not in ("object_id", "object_type", "display_name", "aliases")}
-    try:
-        return Entity(item["object_id"], item["object_type"], item["display_name"], tuple(aliases),
-                      MappingProxyType(extra))
-    except DataError as exc:
-        raise row.error(exc.code, exc.expected, field, exc.got, f"{where}, object_id") from None
 
 
 # --------------------------------------------------------------------------------------------- bundles

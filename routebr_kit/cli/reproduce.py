@@ -6,7 +6,8 @@ import argparse
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..cli import command
+from ..notebook.pipeline import REPO, RunPlan, run
+from .common import command
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -18,7 +19,6 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command("reproduce", "run every notebook headlessly (papermill) into outputs/<run_id>/", _args)
 def reproduce(args: argparse.Namespace) -> int:
-    from ..pipeline import REPO, RunPlan, run
 
     plan = RunPlan.load(args.params)
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")

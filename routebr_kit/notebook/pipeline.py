@@ -35,14 +35,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .core.errors import DataError, ErrorCode
-from .core.hashing import sha256_file
-from .files import read_yaml
-from .reporting import CAPTIONS
+from .. import __version__
+from ..core.errors import DataError, ErrorCode
+from ..core.hashing import sha256_file
+from ..store.artifact import Artifact
+from ..store.files import read_yaml
+from .outputs import CAPTIONS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
-log = logging.getLogger("routebr_kit.pipeline")
+log = logging.getLogger("routebr_kit.notebook.pipeline")
 
 
 @dataclass(frozen=True)
@@ -189,15 +191,12 @@ def _input_hashes(plan: RunPlan, artifact: str | None) -> dict[str, str]:
     files = [Path(plan.source), *sorted((REPO / "data").glob("*.csv")), *sorted(NOTEBOOKS.glob("*.ipynb"))]
     hashes = {str(p.relative_to(REPO) if p.is_relative_to(REPO) else p): sha256_file(p) for p in files}
     if artifact is not None:
-        from .artifact import Artifact
-
         hashes.update({f"artifact/data/{k}": v for k, v in Artifact(artifact).input_hashes().items()})
     return hashes
 
 
 def _write_manifest(out: Path, plan: RunPlan, artifact: str | None, results: list[NotebookResult],
                     total: float) -> None:
-    from . import __version__
 
     manifest = {
         "run": out.name,

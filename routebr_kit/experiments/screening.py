@@ -19,7 +19,6 @@ published screening: the calibration targets are contract exact match within ±2
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,19 +27,20 @@ from typing import Any
 
 import pandas as pd
 
-from .artifact import PROFILE_LABELS, Artifact
-from .backends.registry import LEXICAL, SIM_PREFIX, make_backend
-from .backends.simulated import SimulatedBackend
-from .core.aio import run_sync
-from .core.assets import Assets, assets_beside, load_cases
-from .core.calls import Backend, ModelCall, ModelReply
-from .core.errors import DataError, ErrorCode
-from .core.records import Case, Split, System
-from .evaluation.metrics import Scores, score
-from .evaluation.tables import fmt_count, fmt_pct, screening_table
-from .ledger import MANIFEST, PredictionRow, prediction_from_decision
-from .runner import run_cases
-from .study import Source
+from ..backends.profiles import PROFILE_LABELS, missing_api_keys
+from ..backends.registry import LEXICAL, SIM_PREFIX, make_backend
+from ..backends.simulated import SimulatedBackend
+from ..core.aio import run_sync
+from ..core.errors import DataError, ErrorCode
+from ..core.records import System
+from ..evaluation.metrics import Scores, score
+from ..evaluation.tables import fmt_count, fmt_pct, screening_table
+from ..runs.runner import CaseRecorder, run_cases
+from ..store.artifact import Artifact
+from ..store.assets import Assets, assets_beside
+from ..store.cases import Case, Split, load_cases
+from ..store.ledger import MANIFEST, PredictionRow, prediction_from_decision
+from .sources import Source
 
 #: Calibration tolerances of the simulated profiles against the published screening.
 PATH_TOLERANCE_POINTS = 2.0
@@ -48,15 +48,11 @@ COUNT_TOLERANCE = 2
 SIMULATED = "simulated"
 
 
-#: Where the ledgers come from (the same three sources as every RQ notebook).
-ScreeningSource = Source
-
-
 @dataclass(frozen=True, slots=True)
 class ScreeningConfig:
     """Validated notebook parameters of a screening."""
 
-    source: ScreeningSource
+    source: Source
     profiles: tuple[str, ...]
     split: str  # "ALL" (MAIN+FLIP+ENTITY) or one split
     cases_path: Path
@@ -72,14 +68,14 @@ class ScreeningConfig:
                         artifact_dir: str | Path, out_dir: str | Path, seed: int = 0, include_lexical: bool = True,
                         profiles_path: str | Path | None = None, concurrency: int = 8) -> ScreeningConfig:
         try:
-            chosen = ScreeningSource(source)
+            chosen = Source(source)
         except ValueError:
-            raise DataError(ErrorCode.UNKNOWN_ENUM, "one of " + ", ".join(s.value for s in ScreeningSource),
+            raise DataError(ErrorCode.UNKNOWN_ENUM, "one of " + ", ".join(s.value for s in Source),
                             got=source, field="source") from None
         if isinstance(profiles, str) or not profiles or not all(isinstance(p, str) and p for p in profiles):
             raise DataError(ErrorCode.INVALID_VALUE, "a non-empty list of profile names", got=profiles,
                             field="profiles")
-        unknown = [p for p in profiles if chosen is not ScreeningSource.LIVE and p not in PROFILE_LABELS]
+        unknown = [p for p in profiles if chosen is not Source.LIVE and p not in PROFILE_LABELS]
         if unknown:
             raise DataError(ErrorCode.UNKNOWN_REFERENCE, "published profile names: " + ", ".join(PROFILE_LABELS),
                             got=unknown, field="profiles")
@@ -115,7 +111,7 @@ class Screening:
 
     @property
     def simulated(self) -> bool:
-        return self.config.source is ScreeningSource.SIMULATED
+        return self.config.source is Source.SIMULATED
 
     def scores(self) -> dict[str, Scores]:
         return {name: score(rows, self.cases) for name, rows in self.runs.items()}
@@ -127,17 +123,17 @@ class Screening:
     def title(self) -> str:
         """A one-line caption: the cases, the split and the source (simulated runs say so)."""
         split = "MAIN+FLIP+ENTITY" if self.config.split == "ALL" else self.config.split
-        kind = {ScreeningSource.ARTIFACT: "published runs",
-                ScreeningSource.SIMULATED: "simulated error models (not model evidence)",
-                ScreeningSource.LIVE: "live runs"}[self.config.source]
+        kind = {Source.ARTIFACT: "published runs",
+                Source.SIMULATED: "simulated error models (not model evidence)",
+                Source.LIVE: "live runs"}[self.config.source]
         lexical = " + local:lexical" if LEXICAL in self.runs else ""
         return f"Backend screening on {self.config.cases_path.stem} ({split}): {kind}{lexical}"
 
 
-def label(profile: str, source: ScreeningSource) -> str:
+def label(profile: str, source: Source) -> str:
     """How a table row names a backend: the published display name, marked *simulated* or *live*."""
     name = PROFILE_LABELS.get(profile.removeprefix(SIM_PREFIX), profile)
-    suffix = {ScreeningSource.SIMULATED: f" ({SIMULATED})", ScreeningSource.LIVE: " (live)"}.get(source, "")
+    suffix = {Source.SIMULATED: f" ({SIMULATED})", Source.LIVE: " (live)"}.get(source, "")
     return name + suffix
 
 
@@ -150,35 +146,22 @@ def screening_cases(path: str | Path, split: str) -> tuple[Case, ...]:
     return chosen
 
 
-def missing_api_keys(profiles: Iterable[str], profiles_path: str | Path) -> tuple[str, ...]:
-    """The API-key environment variables (names only) the profiles need and the environment lacks."""
-    from .backends.profiles import load_profiles
-
-    known = load_profiles(profiles_path)
-    unknown = [p for p in profiles if p not in known]
-    if unknown:
-        raise DataError(ErrorCode.UNKNOWN_REFERENCE, "profiles defined in the profiles file", got=unknown,
-                        file=str(profiles_path), field="profiles")
-    needed = sorted({known[p].api_key_env for p in profiles})
-    return tuple(name for name in needed if not os.environ.get(name))
-
-
 def run_screening(config: ScreeningConfig, *, assets: Assets | None = None, progress: bool = False) -> Screening:
     """Build the screening ledgers of ``config`` (see the module docstring)."""
     cases = screening_cases(config.cases_path, config.split)
     by_id = {c.case_id: c for c in cases}
-    if config.source is ScreeningSource.ARTIFACT:
+    if config.source is Source.ARTIFACT:
         runs = published_runs(Artifact(config.artifact_dir), config.profiles, by_id)
         return Screening(config, by_id, runs)
-    if config.source is ScreeningSource.LIVE:
+    if config.source is Source.LIVE:
         missing = missing_api_keys(config.profiles, config.live_profiles_path)
         if missing:
             return Screening(config, by_id, {}, missing_env=missing)
     assets = assets or assets_beside(config.cases_path)
-    specs = [(SIM_PREFIX + p if config.source is ScreeningSource.SIMULATED else p) for p in config.profiles]
+    specs = [(SIM_PREFIX + p if config.source is Source.SIMULATED else p) for p in config.profiles]
     specs += [LEXICAL] if config.include_lexical else []
     runs, dirs = {}, {}
-    live = config.source is ScreeningSource.LIVE
+    live = config.source is Source.LIVE
     for spec in specs:
         name = LEXICAL if spec == LEXICAL else label(spec, config.source)
         run_dir = config.out_dir / "runs" / f"seed-{config.seed}" / spec.replace(":", "-")
@@ -247,7 +230,7 @@ def published_runs(artifact: Artifact, profiles: Iterable[str],
 def compare_with_published(screening: Screening, published: Mapping[str, Sequence[PredictionRow]]) -> pd.DataFrame:
     """Each profile's screened row beside its published row, with the calibration checks.
 
-    ``published`` maps the published display names (:data:`~routebr_kit.artifact.PROFILE_LABELS`) to rows.
+    ``published`` maps the published display names (:data:`~routebr_kit.backends.profiles.PROFILE_LABELS`) to rows.
     """
     records = []
     for profile in screening.config.profiles:
@@ -322,9 +305,9 @@ def simulated_rows(profile: str, cases: Sequence[Case], assets: Assets, *,
     controller = assets.controller()
 
     async def one(case: Case) -> PredictionRow:
-        recorded = _Recorded(backend)
+        recorded = CaseRecorder(backend)
         decision = await controller.aroute(case.request, recorded)
-        replies = recorded.replies
+        replies = [x.reply for x in recorded.exchanges]
         return prediction_from_decision(
             decision, System.ROUTEBR.value, input_tokens=sum(r.prompt_tokens for r in replies),
             output_tokens=sum(r.completion_tokens for r in replies),
@@ -336,28 +319,16 @@ def simulated_rows(profile: str, cases: Sequence[Case], assets: Assets, *,
     return tuple(run_sync(every()))
 
 
-class _Recorded:
-    """A backend view that keeps the replies of one case (for its token and latency totals)."""
-
-    def __init__(self, backend: Backend) -> None:
-        self._backend, self.name, self.replies = backend, backend.name, []
-
-    async def complete(self, call: ModelCall) -> ModelReply:
-        reply = await self._backend.complete(call)
-        self.replies.append(reply)
-        return reply
-
-
 def screening_figure(screening: Screening) -> Any:
     """Contract exact match against median latency with Wilson 95% intervals, titled with the source."""
-    from .evaluation.plots import screening_figure as plot
+    from ..evaluation.plots import screening_figure as plot
 
     fig = plot(screening.scores())
     fig.axes[0].set_title(screening.title().replace(": ", ":\n", 1), fontsize="medium")
     return fig
 
 
-__all__ = ["COUNT_TOLERANCE", "PATH_TOLERANCE_POINTS", "Screening", "ScreeningConfig", "ScreeningSource",
+__all__ = ["COUNT_TOLERANCE", "PATH_TOLERANCE_POINTS", "Screening", "ScreeningConfig", "Source",
            "compare_with_published", "held_out_table", "label", "missing_api_keys", "published_runs", "run_backend",
            "run_screening",
            "screening_cases", "screening_figure", "seed_sweep", "simulated_rows"]

@@ -6,8 +6,9 @@ import argparse
 import json
 from pathlib import Path
 
-from ..cli import command, print_table
 from ..core.hashing import sha256_file
+from ..metaroute import MetaRouteConfig, Mode, Suite, run_benchmark
+from .common import command, print_table
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -24,7 +25,6 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command("metaroute", "run MetaRoute-Bench and write tasks/traces/summary/comparisons/details", _args)
 def metaroute(args: argparse.Namespace) -> int:
-    from ..metaroute import MetaRouteConfig, Mode, Suite, run_benchmark
 
     config = MetaRouteConfig.load(args.config) if args.config else MetaRouteConfig()
     if args.overrides:

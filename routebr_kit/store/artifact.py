@@ -15,32 +15,35 @@ Standard library only.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from .backends.replay import ReplayBackend
-from .core.aio import run_sync
-from .core.assets import Assets, load_assets, load_cases, read_json
-from .core.controller import ControllerOptions, Decision
-from .core.errors import DataError, ErrorCode
-from .core.hashing import sha256_file
-from .core.records import Case, Split, System
-from .ledger import PredictionRow, prediction_from_decision, read_predictions
+from ..core.errors import DataError, ErrorCode
+from ..core.hashing import sha256_file
+from ..core.records import System
+from .assets import Assets, load_assets, read_json
+from .cases import Case, Split, load_cases
+from .ledger import PredictionRow, read_predictions
 
 SELECT, CONFIRM = "select", "confirm"
 
-#: Display names of the six screened profiles, in the published screening table's vocabulary.
-PROFILE_LABELS = {
-    "deepseek_v4_primary": "DeepSeek V4 Pro",
-    "deepseek_v4_flash_efficiency": "DeepSeek V4 Flash",
-    "qwencloud_qwen38max_robustness": "Qwen3.8 Max",
-    "ohmygpt_gpt4o_historical": "GPT-4o",
-    "qwencloud_qwen37plus_robustness": "Qwen3.7 Plus",
-    "ohmygpt_gpt52_frontier": "GPT-5.2",
-}
+#: The published repository the artifact comes from (MIT), at the commit the kit is verified against.
+PUBLISHED_REPOSITORY = "YgcCoder/RouteBR"
+PUBLISHED_COMMIT = "2b78d8857ed48f39c05d914630af3d535c3f0eba"
+#: The environment variable that names an artifact directory.
+ARTIFACT_ENV = "ROUTEBR_ARTIFACT"
+#: The repository root of a source checkout (for a non-editable install this is site-packages' parent and the
+#: conventional folders below simply do not exist).
+REPO = Path(__file__).resolve().parents[2]
+#: Where ``routebr-kit fetch-artifact`` unpacks the published repository (ignored by git).
+CONVENTIONAL_DIR = REPO / "artifacts" / "routebr"
+#: The layout of the kit's development checkouts: the artifact beside the repository.
+SIBLING_DIR = REPO.parent / "shared" / "routebr_artifact"
+
 #: The profile that ran every CONFIRM task.
 CONFIRM_PROFILE = "deepseek_v4_primary"
 
@@ -161,118 +164,33 @@ def _system(group: Path) -> System:
                         file=str(group)) from None
 
 
-# --------------------------------------------------------------------------------------------- replay
-
-COMPARED = ("final_path", "boundary", "action", "object")
-
-
-@dataclass(frozen=True, slots=True)
-class Disagreement:
-    task: str
-    case_id: str
-    field: str
-    recorded: str
-    replayed: str
+def is_artifact_dir(path: str | Path) -> bool:
+    """True when ``path`` looks like a published artifact (``data/`` and ``experiments/results/``)."""
+    root = Path(path)
+    return (root / "data").is_dir() and (root / "experiments" / "results").is_dir()
 
 
-@dataclass(frozen=True, slots=True)
-class TaskReplay:
-    """Replay of one result folder: the recomputed rows and how they compare with the recorded ones."""
-
-    task: ArtifactTask
-    recorded: tuple[PredictionRow, ...]
-    replayed: tuple[PredictionRow, ...]
-    decisions: tuple[Decision, ...]
-    agree: Mapping[str, int] = field(default_factory=dict)
-    disagreements: tuple[Disagreement, ...] = ()
-
-    @property
-    def rows(self) -> int:
-        return len(self.recorded)
-
-    @property
-    def rows_agreeing(self) -> int:
-        bad = {d.case_id for d in self.disagreements}
-        return self.rows - len(bad)
+def artifact_candidates(explicit: str | Path | None = None) -> tuple[tuple[str, Path], ...]:
+    """Where an artifact is looked for, in order: ``(how it was named, path)``."""
+    found: list[tuple[str, Path]] = []
+    if explicit:
+        found.append(("explicit path", Path(explicit)))
+    if os.environ.get(ARTIFACT_ENV):
+        found.append((f"${ARTIFACT_ENV}", Path(os.environ[ARTIFACT_ENV])))
+    found += [("conventional folder", CONVENTIONAL_DIR), ("conventional folder", Path.cwd() / "artifacts" / "routebr"),
+              ("sibling checkout", SIBLING_DIR)]
+    return tuple(found)
 
 
-@dataclass(frozen=True, slots=True)
-class ReplayReport:
-    tasks: tuple[TaskReplay, ...]
+def find_artifact(explicit: str | Path | None = None) -> Path | None:
+    """The first artifact directory among :func:`artifact_candidates`, or ``None`` when there is none.
 
-    @property
-    def rows(self) -> int:
-        return sum(t.rows for t in self.tasks)
-
-    @property
-    def rows_agreeing(self) -> int:
-        return sum(t.rows_agreeing for t in self.tasks)
-
-    @property
-    def disagreements(self) -> tuple[Disagreement, ...]:
-        return tuple(d for t in self.tasks for d in t.disagreements)
-
-    @property
-    def ok(self) -> bool:
-        return not self.disagreements and self.rows > 0
-
-    def agree_total(self, name: str) -> int:
-        return sum(t.agree[name] for t in self.tasks)
-
-    def table(self) -> list[dict[str, Any]]:
-        """One row per task plus a total, for printing or a DataFrame."""
-        out = [{"task": t.task.key, "rows": t.rows, **{k: t.agree[k] for k in COMPARED},
-                "agreeing_rows": t.rows_agreeing} for t in self.tasks]
-        out.append({"task": "TOTAL", "rows": self.rows, **{k: self.agree_total(k) for k in COMPARED},
-                    "agreeing_rows": self.rows_agreeing})
-        return out
-
-    def replayed_rows(self, key: str) -> tuple[PredictionRow, ...]:
-        for t in self.tasks:
-            if t.task.key == key:
-                return t.replayed
-        raise KeyError(key)
-
-
-def replay_task(artifact: Artifact, task: ArtifactTask) -> TaskReplay:
-    """Replay one controller task (RouteBR, A-state or A-ground) through the kit's controller."""
-    if not task.system.uses_controller:
-        raise DataError(ErrorCode.INVALID_VALUE, "a controller system (routebr, a_state, a_ground)",
-                        got=task.system.value, file=str(task.path))
-    recorded = artifact.predictions(task)
-    cases = artifact.cases(task.phase)
-    backend = ReplayBackend.from_sources(recorded, task.receipts(), name=f"replay:{task.key}")
-    controller = artifact.assets.controller(ControllerOptions.for_system(task.system))
-
-    async def run_all() -> list[Decision]:
-        return [await controller.aroute(cases[row.case_id].request, backend) for row in recorded]
-
-    decisions = tuple(run_sync(run_all()))
-    replayed = tuple(
-        replace(prediction_from_decision(d, row.system_id, repeat_id=row.repeat_id, retry_count=row.retry_count,
-                                         input_tokens=row.input_tokens, output_tokens=row.output_tokens,
-                                         latency_ms=row.latency_ms), line=row.line)
-        for d, row in zip(decisions, recorded)
-    )
-    agree = {name: 0 for name in COMPARED}
-    problems = []
-    for old, new in zip(recorded, replayed):
-        pairs = {
-            "final_path": (old.pred_final_path, new.pred_final_path),
-            "boundary": (old.pred_boundary, new.pred_boundary),
-            "action": (old.pred_action, new.pred_action),
-            "object": (old.pred_object_id, new.pred_object_id),
-        }
-        for name, (a, b) in pairs.items():
-            if a == b:
-                agree[name] += 1
-            else:
-                problems.append(Disagreement(task.key, old.case_id, name, a, b))
-    return TaskReplay(task, recorded, replayed, decisions, agree, tuple(problems))
-
-
-def replay_artifact(artifact: Artifact | str | Path, tasks: Iterable[ArtifactTask] | None = None) -> ReplayReport:
-    """Replay every RouteBR-controller task (six SELECT profiles; CONFIRM routebr, a_state, a_ground)."""
-    artifact = artifact if isinstance(artifact, Artifact) else Artifact(artifact)
-    chosen = tuple(tasks) if tasks is not None else artifact.tasks(controller_only=True)
-    return ReplayReport(tuple(replay_task(artifact, t) for t in chosen))
+    An explicit path that is not an artifact is an error (a typo must not silently fall back to a simulation).
+    """
+    if explicit and not is_artifact_dir(explicit):
+        raise DataError(ErrorCode.FILE_NOT_FOUND, "an artifact directory with data/ and experiments/results/",
+                        file=str(explicit))
+    for _, path in artifact_candidates(explicit):
+        if is_artifact_dir(path):
+            return path.resolve()
+    return None

@@ -2,7 +2,7 @@
 
 :func:`arun_cases` (awaitable) and :func:`run_cases` (sync, also inside Jupyter's running loop) run RouteBR, the two
 interventions (live) or the two baselines over a sequence of cases and write a run directory
-(:class:`~routebr_kit.ledger.RunLedger`): ``predictions.csv``, ``raw/<case_id>.json`` receipts and
+(:class:`~routebr_kit.store.ledger.RunLedger`): ``predictions.csv``, ``raw/<case_id>.json`` receipts and
 ``run_manifest.json``.
 
 * **Concurrency**: a pool of ``concurrency`` workers, each taking the next case; a case's calls (proposal, repair)
@@ -31,24 +31,21 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from .backends.cache import CacheMissError
-from .backends.replay import ReplayBackend
-from .baselines import (
-    DirectBaseline,
-    DirectDecision,
-    prediction_from_direct,
-    rule_citation,
-)
-from .core.aio import run_sync
-from .core.assets import Assets
-from .core.calls import Backend, FailureKind, ModelCall, ModelReply
-from .core.controller import ControllerOptions, Decision, ask_backend, jsonable
-from .core.errors import DataError, ErrorCode
-from .core.hashing import sha256_file, sha256_json
-from .core.records import Case, Split, System, Terminal
-from .ledger import PredictionRow, RunLedger, prediction_from_decision, source_sha256
+from .. import __version__
+from ..backends.cache import CacheMissError
+from ..core.aio import run_sync
+from ..core.calls import Backend, FailureKind, ModelCall, ModelReply
+from ..core.controller import ControllerOptions, Decision, ask_backend, jsonable
+from ..core.errors import DataError, ErrorCode
+from ..core.hashing import sha256_file, sha256_json
+from ..core.records import System, Terminal
+from ..store.assets import Assets
+from ..store.cases import Case, Split
+from ..store.ledger import PredictionRow, RunLedger, prediction_from_decision, source_sha256
+from ..systems.baselines import DirectBaseline, DirectDecision, prediction_from_direct, rule_citation
+from .replay import replay_rows
 
-KIT_DIR = Path(__file__).resolve().parent
+KIT_DIR = Path(__file__).resolve().parents[1]
 
 #: Short names accepted wherever a system is named (CLI, notebooks), next to the published ``system_id`` values.
 SYSTEM_NAMES = {"routebr": System.ROUTEBR, "b1": System.B1_DIRECT, "b2": System.B2_DIRECT_GUARD,
@@ -139,7 +136,7 @@ class _Exchange:
     reply: ModelReply
 
 
-class _CaseRecorder:
+class CaseRecorder:
     """Per-case view of the backend that keeps every (call, reply) pair for the receipt."""
 
     def __init__(self, backend: Backend) -> None:
@@ -182,7 +179,7 @@ async def arun_cases(cases: Sequence[Case], backend: Backend, *, system: System 
     live = rate_limited(backend, RateLimiter(rpm)) if rpm is not None else backend
 
     async def one(case: Case) -> tuple[dict[str, Any], PredictionRow, Decision | DirectDecision]:
-        recorder = _CaseRecorder(live)
+        recorder = CaseRecorder(live)
         decision = await engine.aroute(case.request, recorder)
         missed = recorder.cache_miss()
         if missed is not None:
@@ -249,17 +246,15 @@ async def aderive_interventions(source_dir: str | Path, cases: Sequence[Case] | 
 
     receipts = {case_id: source.receipt_path(case_id) for case_id in source_rows}
     receipts = {case_id: path for case_id, path in receipts.items() if path.exists()}
-    replay = ReplayBackend.from_sources(source_rows.values(), receipts.values(), name=described["name"])
+    replayed = replay_rows(controller, tuple(source_rows.values()), by_id, receipts=receipts.values(),
+                           system_id=system.value, name=described["name"])
+    derived = {row.case_id: (row, decision) for row, decision in zip(replayed.rows, replayed.decisions)}
 
     async def one(case: Case) -> tuple[dict[str, Any], PredictionRow, Decision]:
-        row = source_rows[case.case_id]
+        out, decision = derived[case.case_id]
         path = receipts.get(case.case_id)
         recorded = source.receipt(case.case_id) if path else {"calls": [], "responses": []}
-        decision = await controller.aroute(case.request, replay)
-        out = prediction_from_decision(decision, system.value, repeat_id=row.repeat_id, retry_count=row.retry_count,
-                                       input_tokens=row.input_tokens, output_tokens=row.output_tokens,
-                                       latency_ms=row.latency_ms)
-        receipt = {"case_id": case.case_id, "system": system.value, "repeat_id": row.repeat_id,
+        receipt = {"case_id": case.case_id, "system": system.value, "repeat_id": out.repeat_id,
                    "backend": described["name"],
                    "derived_from": {"receipt_sha256": sha256_file(path) if path else None,
                                     "replayed_from": "receipt" if path else "predictions_row", "live_calls": 0},
@@ -367,7 +362,6 @@ def describe_backend(backend: Backend) -> dict[str, Any]:
 
 def _manifest(system: System, repeat_id: str, cases: Sequence[Case], assets: Assets, backend: Mapping[str, Any],
               options: Mapping[str, Any], cases_path: str | Path | None) -> dict[str, Any]:
-    from . import __version__
 
     hashes = {
         "cases": sha256_json([_case_view(c) for c in cases]),
@@ -378,7 +372,7 @@ def _manifest(system: System, repeat_id: str, cases: Sequence[Case], assets: Ass
         "prompts": (backend.get("prompts") or {}).get("sha256"),
         "profile": (backend.get("profile") or {}).get("sha256"),
         "controller": source_sha256(KIT_DIR / "core"),
-        "baselines": None if system.uses_controller else sha256_file(KIT_DIR / "baselines.py"),
+        "baselines": None if system.uses_controller else sha256_file(KIT_DIR / "systems" / "baselines.py"),
     }
     splits = [s.value for s in Split if any(c.split is s for c in cases)]
     return {

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from .core.controller import Decision
+from ..core.controller import Decision
 
 
 def setup() -> None:

@@ -10,22 +10,30 @@ One :class:`StudyConfig` (built from a notebook's literal parameters) says where
   (otherwise :attr:`Study.missing_env` names the variables and nothing runs).
 
 Runs are written under ``runs_dir`` and resumed, so the notebooks of one ``make reproduce`` share them.  Everything
-downstream reads only the ledgers (:class:`~routebr_kit.ledger.PredictionRow`) and the gold cases.
+downstream reads only the ledgers (:class:`~routebr_kit.store.ledger.PredictionRow`) and the gold cases.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .artifact import CONFIRM, Artifact
-from .core.assets import Assets, assets_beside, load_cases
-from .core.errors import DataError, ErrorCode
-from .core.records import Case, Split, System
-from .ledger import PredictionRow
+from ..backends.profiles import missing_api_keys
+from ..backends.registry import DEFAULT_PROFILES, make_backend
+from ..core.errors import DataError, ErrorCode
+from ..core.records import System
+from ..dataset import generate_benchmark, write_benchmark
+from ..evaluation.tables import SYSTEM_LABELS
+from ..runs.runner import derive_interventions, run_cases
+from ..store.artifact import CONFIRM, Artifact
+from ..store.assets import Assets, assets_beside
+from ..store.cases import Case, Split, load_cases
+from ..store.ledger import PredictionRow
+from ..systems.variants import Variant, variant_controller
+from .ablations import replay_decisions
+from .sources import Source
 
 #: Every (system, split) ledger the research questions use.
 RUNS = (
@@ -35,12 +43,6 @@ RUNS = (
     (System.A_STATE, Split.FLIP), (System.A_GROUND, Split.ENTITY),
 )
 DERIVED = (System.A_STATE, System.A_GROUND)
-
-
-class Source(str, enum.Enum):
-    ARTIFACT = "artifact"
-    SIMULATED = "simulated"
-    LIVE = "live"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +99,6 @@ class StudyConfig:
         """The CONFIRM cases file: the given one, or the kit's own benchmark written under ``runs_dir``."""
         if self.cases_path is not None:
             return self.cases_path
-        from .dataset import generate_benchmark, write_benchmark
 
         folder = self.runs_dir / "benchmarks" / self.benchmark_name
         target = folder / "routebr_confirm_320.csv"
@@ -141,14 +142,12 @@ class Study:
 
     def labelled(self, split: Split | str, systems: Sequence[System] | None = None) -> dict[str, tuple]:
         """``{table label: rows}`` of the systems run on ``split`` (in study order), as the paper's tables name them."""
-        from .evaluation.tables import SYSTEM_LABELS
 
         chosen = systems if systems is not None else self.systems_on(split)
         return {SYSTEM_LABELS[s]: self.rows(s, split) for s in chosen if (s, Split(split)) in self.runs}
 
     def routebr_decisions(self, split: Split | str, case_ids: Sequence[str] | None = None) -> list:
         """RouteBR's decisions on ``split`` re-derived from the stored outputs (full records with traces)."""
-        from .ablations import Variant, replay_decisions, variant_controller
 
         rows = self.rows(System.ROUTEBR, split)
         if case_ids is not None:
@@ -178,15 +177,11 @@ def _from_artifact(config: StudyConfig, runs: Sequence[tuple[System, Split]]) ->
 
 def _from_runs(config: StudyConfig, runs: Sequence[tuple[System, Split]], *, progress: bool,
                concurrency: int) -> Study:
-    from .backends.registry import make_backend
-    from .runner import derive_interventions, run_cases
 
     cases_path = config.confirm_cases()
     assets = assets_beside(cases_path)
     cases = {c.case_id: c for c in load_cases(cases_path) if c.split is not Split.DEV}
     if config.source is Source.LIVE:
-        from .screening import missing_api_keys
-
         missing = missing_api_keys([config.profile], config.profiles_path or _default_profiles())
         if missing:
             return Study(config, assets, cases, {}, missing_env=missing)
@@ -214,4 +209,4 @@ def _from_runs(config: StudyConfig, runs: Sequence[tuple[System, Split]], *, pro
 
 
 def _default_profiles() -> Path:
-    return Path(__file__).resolve().parent / "resources" / "profiles.example.yaml"
+    return DEFAULT_PROFILES

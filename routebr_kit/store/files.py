@@ -1,11 +1,11 @@
-"""Reading YAML configuration files with located, typed errors (JSON lives in :mod:`routebr_kit.core.assets`)."""
+"""Reading YAML configuration files with located, typed errors (JSON lives in :mod:`routebr_kit.store.assets`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from .core.errors import DataError, ErrorCode
+from ..core.errors import DataError, ErrorCode
 
 
 def read_yaml(path: str | Path, expected: str = "a YAML file") -> Any:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli import command, print_table
+from ..experiments.replication import replay_artifact
+from .common import command, print_table
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -13,11 +14,11 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command("replay", "replay every recorded RouteBR-controller row through the kit's controller", _args)
 def replay(args: argparse.Namespace) -> int:
-    from ..artifact import replay_artifact
 
     report = replay_artifact(args.artifact)
     print_table(report.table())
     for d in report.disagreements:
         print(f"DISAGREE {d.task} {d.case_id} {d.field}: recorded {d.recorded!r}, replayed {d.replayed!r}")
-    print(f"{report.rows_agreeing}/{report.rows} rows agree on final path, boundary, action and object")
+    for line in report.summary_lines():
+        print(line)
     return 0 if report.ok else 1

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..cli import command, print_table
+from ..dataset import generate_benchmark, write_benchmark
+from ..dataset.generate import MANIFEST_FILE
+from .common import command, print_table
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -21,8 +23,6 @@ def _args(p: argparse.ArgumentParser) -> None:
 @command("generate", "write the kit's seeded 600-scenario benchmark (cases, SELECT, CONFIRM, assets, manifest)",
          _args)
 def generate(args: argparse.Namespace) -> int:
-    from ..dataset import generate_benchmark, write_benchmark
-    from ..dataset.generate import MANIFEST_FILE
 
     suffix = "-decoupled" if args.decouple_entity_state else ""
     out = args.out or Path("data") / "generated" / f"{args.lang}-{args.seed}{suffix}"

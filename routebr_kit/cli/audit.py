@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..cli import command, print_table
+from ..dataset.audit import audit_files
+from .common import command, print_table
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -19,7 +20,6 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command("audit", "audit benchmark cases: every published validator check plus the kit's stricter ones", _args)
 def audit(args: argparse.Namespace) -> int:
-    from ..dataset.audit import audit_files
 
     result = audit_files(args.cases, args.catalog, args.rules, args.entities, kind=args.kind)
     for report in result.reports:

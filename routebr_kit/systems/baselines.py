@@ -19,32 +19,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .core.contract import (
-    ContractResult,
-    check_action,
-    check_object,
-    check_topk,
-    parse_output,
-)
+from ..core.contract import ContractResult, check_action, check_object, check_topk, parse_output
 
 # The controller's private call helpers are shared on purpose: one exception-to-failure policy for every caller.
-from .core.controller import ContractLog, OneCallRouter, Outcome, jsonable
-from .core.errors import ContractError, DataError, ErrorCode, short_repr
-from .core.errors import ContractErrorCode as C
-from .core.records import (
-    NONE,
-    Boundary,
-    Catalog,
-    Entity,
-    Proposal,
-    ReasonCode,
-    RouteRequest,
-    Stage,
-    System,
-    Terminal,
-)
-from .core.rules import PolicyEngine
-from .ledger import PredictionRow
+from ..core.controller import ContractLog, OneCallRouter, Outcome, jsonable
+from ..core.errors import ContractError, DataError, ErrorCode, short_repr
+from ..core.errors import ContractErrorCode as C
+from ..core.records import NONE, Boundary, Catalog, Entity, Proposal, ReasonCode, RouteRequest, Stage, System, Terminal
+from ..core.rules import PolicyEngine
+from ..store.ledger import PredictionRow
 
 #: Target schema restated to the repair model (B1); B2 adds ``rule_ids``.
 DIRECT_SCHEMA: Mapping[str, Any] = {

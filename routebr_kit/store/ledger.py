@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .core.assets import read_csv, read_json
-from .core.controller import Decision
-from .core.errors import DataError, ErrorCode
-from .core.hashing import sha256_bytes
+from ..core.controller import Decision
+from ..core.errors import DataError, ErrorCode
+from ..core.hashing import sha256_bytes
+from .assets import read_csv, read_json
 
 PUBLISHED_FIELDS = (
     "case_id", "system_id", "repeat_id", "pred_action", "pred_object_id", "pred_boundary", "pred_final_path",

@@ -19,66 +19,31 @@ primary-commitment invariant prevents.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from .backends.replay import ReplayBackend
-from .core.aio import run_sync
-from .core.assets import Assets
-from .core.controller import Controller, ControllerOptions, Decision
-from .core.records import NONE, Boundary, Case, ReasonCode
-from .core.rules import PolicyEngine, rule
-from .ledger import PredictionRow, prediction_from_decision
-
-
-class Variant(str, enum.Enum):
-    ROUTEBR = "routebr"
-    A_STATE = "a_state"
-    A_GROUND = "a_ground"
-    NO_REPAIR = "no_repair"
-    NO_RULES = "no_rules"
-
-
-def variant_controller(assets: Assets, variant: Variant | str) -> Controller:
-    """The controller of one ablation variant over the given assets."""
-    variant = Variant(variant)
-    registry = assets.registry.sha256 if assets.registry else ""
-    if variant is Variant.NO_RULES:
-        default_only = PolicyEngine([rule("DEFAULT_ALLOW", 0, "*", {}, "ALLOW")], assets.catalog.ids)
-        return Controller(assets.catalog, default_only, ControllerOptions(enforce_state=False),
-                          registry_sha256=registry)
-    options = {Variant.ROUTEBR: ControllerOptions(), Variant.A_STATE: ControllerOptions(enforce_state=False),
-               Variant.A_GROUND: ControllerOptions(enable_grounding=False),
-               Variant.NO_REPAIR: ControllerOptions(repair=False)}[variant]
-    return Controller(assets.catalog, assets.policy, options, registry_sha256=registry)
+from ..core.controller import Controller, Decision
+from ..core.records import NONE, Boundary, ReasonCode
+from ..runs.replay import replay_rows
+from ..store.assets import Assets
+from ..store.cases import Case
+from ..store.ledger import PredictionRow
+from ..systems.variants import Variant, variant_controller
 
 
 def replay_decisions(controller: Controller, rows: Sequence[PredictionRow], cases: Mapping[str, Case],
                      receipts: Iterable = ()) -> list[Decision]:
-    """Decisions of ``controller`` on the stored RouteBR outputs of ``rows`` (one replay backend, no calls)."""
-    backend = ReplayBackend.from_sources(rows, receipts, name="replay:ablation")
-
-    async def all_rows() -> list[Decision]:
-        return [await controller.aroute(cases[row.case_id].request, backend) for row in rows]
-
-    return run_sync(all_rows())
+    """Decisions of ``controller`` on the stored RouteBR outputs of ``rows`` (the one replay path, no calls)."""
+    return list(replay_rows(controller, rows, cases, receipts=receipts, name="replay:ablation").decisions)
 
 
 def replay_variants(assets: Assets, rows: Sequence[PredictionRow], cases: Mapping[str, Case],
                     variants: Iterable[Variant | str] = tuple(Variant), receipts: Sequence = ()
                     ) -> dict[Variant, list[PredictionRow]]:
     """Ledger rows of every variant, replayed from the same stored outputs (tokens/latency carried over)."""
-    out: dict[Variant, list[PredictionRow]] = {}
-    for variant in map(Variant, variants):
-        decisions = replay_decisions(variant_controller(assets, variant), rows, cases, receipts)
-        out[variant] = [
-            replace(prediction_from_decision(d, variant.value, repeat_id=row.repeat_id, retry_count=row.retry_count,
-                                             input_tokens=row.input_tokens, output_tokens=row.output_tokens,
-                                             latency_ms=row.latency_ms))
-            for d, row in zip(decisions, rows)
-        ]
-    return out
+    return {variant: list(replay_rows(variant_controller(assets, variant), rows, cases, receipts=receipts,
+                                      system_id=variant.value, name="replay:ablation").rows)
+            for variant in map(Variant, variants)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli import command, print_table
+from ..experiments.published import audit_results, read_published, scorecard
+from ..experiments.replication import LedgerOrigin, paper_tables, replay_artifact
+from ..notebook.outputs import Outputs
+from ..store.artifact import Artifact
+from .common import command, print_table
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -15,14 +19,11 @@ def _args(p: argparse.ArgumentParser) -> None:
 @command("tables", "recompute Tables IV-VI and the McNemar tests from an artifact and check every published value",
          _args)
 def tables(args: argparse.Namespace) -> int:
-    from ..artifact import Artifact, replay_artifact
-    from ..evaluation import Source, audit_results, paper_tables, read_published, scorecard
-    from ..reporting import Outputs
 
     artifact = Artifact(args.artifact)
     report = replay_artifact(artifact)
-    from_predictions = paper_tables(artifact, Source.PUBLISHED)
-    from_replay = paper_tables(artifact, Source.REPLAYED, report)
+    from_predictions = paper_tables(artifact, LedgerOrigin.PUBLISHED)
+    from_replay = paper_tables(artifact, LedgerOrigin.REPLAYED, report)
     audit = audit_results(artifact)
     card = scorecard(from_replay, audit, read_published(artifact))
 

@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..artifact import CONFIRM, PROFILE_LABELS, SELECT, Artifact
-from ..core.assets import read_json
+from ..backends.profiles import PROFILE_LABELS
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file
-from .tables import SCREENING_SPLITS, PaperTables
+from ..store.artifact import CONFIRM, SELECT, Artifact
+from ..store.assets import read_json
+from .replication import SCREENING_SPLITS, PaperTables
 
 RESULTS_DIR = Path("analysis") / "results"
 #: ``FINAL_RESULTS.md`` section headings → the kit's table names.

@@ -1,0 +1,1 @@
+"""Notebook plumbing: the papermill pipeline, the outputs folder, display helpers."""
