@@ -1,51 +1,79 @@
-# routebr-kit — every target creates .venv on first use (Python 3.11 + pip only).
+# routebr-kit — every target creates .venv on first use (Python 3.11 + pip only) from the pinned versions in
+# requirements/lock.txt, and re-installs into it when pyproject.toml or the lock changes.  `make lock` regenerates
+# the lock; `make clean` removes .venv.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 KIT    := $(VENV)/bin/routebr-kit
 STAMP  := $(VENV)/.installed
+LOCK   := requirements/lock.txt
+EXTRAS := dev,scale
 ARTIFACT ?=
 PARAMS ?= params/default.yaml
+# JupyterLab refuses to start as root without this flag (containers, CI machines).
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 export MPLBACKEND := Agg
 export PYTHONHASHSEED := 0
 
-.PHONY: help venv test test-fast lint reproduce lab kernel bench notebooks clean
+.PHONY: help venv lock test test-fast lint reproduce artifact lab kernel bench notebooks clean
 
 help:
-	@echo "make reproduce [ARTIFACT=../shared/routebr_artifact]  run every notebook offline into outputs/<run_id>/"
-	@echo "make test                                              unit, property, golden and notebook (nbval) tests"
-	@echo "make lab                                               register the kernel and open JupyterLab"
+	@echo "make reproduce [ARTIFACT=DIR]                          run every notebook offline into outputs/<run_id>/ (uses the published artifact when found)"
+	@echo "make artifact                                          download, verify and unpack the published RouteBR artifact into artifacts/routebr/"
+	@echo "make test                                              unit, property, golden, notebook (nbval) and install tests"
+	@echo "make lab                                               open JupyterLab on notebooks/ with the venv's python3 kernel"
 	@echo "make bench                                             print the benchmark figures"
 	@echo "make notebooks                                         re-execute the committed notebooks in place"
 	@echo "make lint                                              ruff"
+	@echo "make lock                                              re-resolve pyproject.toml in a throwaway venv into $(LOCK)"
 
-$(STAMP): pyproject.toml
+# The pinned environment: pip, the build backend and every dependency at the lock's exact versions (editable kit),
+# then a check that what got installed is exactly the lock (a dependency missing from the lock fails here).
+$(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -c $(LOCK) pip
+	$(PY) -m pip install --quiet -c $(LOCK) setuptools wheel
+	$(PY) -m pip install --quiet -c $(LOCK) --build-constraint $(LOCK) -e '.[$(EXTRAS)]'
+	$(PY) requirements/freeze.py --check $(LOCK)
 	@touch $@
 
 venv: $(STAMP)
+
+# Re-resolve from pyproject.toml alone (newest versions its ranges allow) in a throwaway venv; never touches .venv.
+# Run the tests afterwards (make clean test) before committing the new lock.
+lock:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	echo "resolving pyproject.toml [$(EXTRAS)] in $$tmp/venv"; \
+	$(PYTHON) -m venv "$$tmp/venv"; \
+	"$$tmp/venv/bin/python" -m pip install --quiet --upgrade pip; \
+	"$$tmp/venv/bin/python" -m pip install --quiet '.[$(EXTRAS)]'; \
+	"$$tmp/venv/bin/python" -m pip install --quiet $$("$$tmp/venv/bin/python" requirements/freeze.py --build-requires); \
+	"$$tmp/venv/bin/python" requirements/freeze.py $(LOCK)
 
 test: $(STAMP)
 	TQDM_DISABLE=1 $(PY) -m pytest tests notebooks --nbval-lax --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
 test-fast: $(STAMP)
-	TQDM_DISABLE=1 $(PY) -m pytest tests -q -p no:cacheprovider
+	TQDM_DISABLE=1 $(PY) -m pytest tests -q -p no:cacheprovider -m "not install"
 
 reproduce: $(STAMP)
 	$(KIT) reproduce --params $(PARAMS) $(if $(ARTIFACT),--artifact $(ARTIFACT))
 
+artifact: $(STAMP)
+	$(KIT) fetch-artifact
+
+# The notebooks run on the kernel named python3: register the venv's interpreter under that name inside the venv
+# itself (--sys-prefix), never in ~/.local, so JupyterLab started from the venv runs the pinned environment.
 kernel: $(STAMP)
-	$(PY) -m ipykernel install --user --name routebr-kit --display-name "Python (routebr-kit)"
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3"
 
 lab: kernel
-	$(VENV)/bin/jupyter lab notebooks/
+	JUPYTER_PREFER_ENV_PATH=1 $(VENV)/bin/jupyter lab $(ALLOW_ROOT) notebooks/
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check routebr_kit tests benchmarks tools
+	$(VENV)/bin/ruff check routebr_kit tests benchmarks tools requirements
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_controller.py
@@ -59,4 +87,4 @@ notebooks: $(STAMP)
 	$(PY) tools/refresh_notebooks.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis build dist *.egg-info

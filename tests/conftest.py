@@ -6,11 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from routebr_kit.dataset.generate import KIT_DATA_DIR
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 ROUTEBR_ARTIFACT = SHARED / "routebr_artifact"
 METAROUTE_ARTIFACT = SHARED / "metaroute_artifact"
-KIT_DATA = REPO / "data"
+KIT_DATA = KIT_DATA_DIR  # the packaged assets (routebr_kit/resources/)
 
 
 def _require(path: Path) -> Path:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import sys
 import threading
 import time
@@ -25,10 +26,27 @@ DEFAULT_MODEL = "test-model"
 
 @dataclass
 class Reply:
+    """One HTTP answer.  ``truncate_to`` sends only that many body bytes (after a ``Content-Length`` announcing
+    the whole body) and then closes the connection — a body cut short in transit."""
+
     status: int = 200
-    body: Any = None  # dict -> JSON; str/bytes -> sent as is
+    body: Any = None  # dict/list -> JSON (lone surrogates as \u escapes); str/bytes -> sent as is
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    content_type: str | None = "application/json"  # None: no Content-Type header at all
+    truncate_to: int | None = None
+
+
+def encode_body(body: Any) -> bytes:
+    """The bytes sent for a :class:`Reply` body (str bytes with ``surrogatepass``: a server can send anything)."""
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode("utf-8", "surrogatepass")
+    try:
+        return json.dumps(body, ensure_ascii=False).encode()
+    except UnicodeEncodeError:  # a lone surrogate: only the escaped form is valid UTF-8
+        return json.dumps(body).encode()
 
 
 Responder = Callable[[dict, int], "Reply | dict | str"]
@@ -105,15 +123,20 @@ class _Handler(BaseHTTPRequestHandler):
             owner._leave()
 
     def _send(self, reply: Reply) -> None:
-        body = reply.body
-        data = body if isinstance(body, bytes) else (
-            body.encode() if isinstance(body, str) else json.dumps(body, ensure_ascii=False).encode())
+        data = encode_body(reply.body)
         self.send_response(reply.status)
-        self.send_header("Content-Type", "application/json")
+        if reply.content_type is not None and not any(k.lower() == "content-type" for k in reply.headers):
+            self.send_header("Content-Type", reply.content_type)
         self.send_header("Content-Length", str(len(data)))
         for key, value in reply.headers.items():
             self.send_header(key, value)
         self.end_headers()
+        if reply.truncate_to is not None:
+            self.wfile.write(data[:reply.truncate_to])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         self.wfile.write(data)
 
 

@@ -121,7 +121,7 @@ def test_connection_refused_is_a_transport_failure():
 
 
 def test_malformed_content_takes_the_repair_path_with_the_target_schema():
-    answers = iter(["Sure! Here is the route: action A1", json.dumps(proposal())])
+    answers = iter(["Sure! Here is the route: " + json.dumps(proposal()), json.dumps(proposal())])
 
     with OpenAIServer(lambda req, n: completion(next(answers))) as s:
         decision = controller().route(request(), make(s.base_url))

@@ -90,7 +90,7 @@ def test_accepted_route_scores_with_its_own_terminal():
 
 
 def test_format_repair_then_accept_records_first_pass_invalid():
-    backend = ScriptedBackend({S.B2_DIRECT_GUARD: ["```json\n{}```"],
+    backend = ScriptedBackend({S.B2_DIRECT_GUARD: ["```json\n" + json.dumps(route(rule_ids=["R999"])) + "```"],
                                S.REPAIR_B2_DIRECT_GUARD: [route(rule_ids=["R999"])]})
     decision = B2.route(request(), backend)
     assert decision.valid and not decision.first_pass_valid and decision.calls == 2

@@ -13,6 +13,8 @@ from routebr_kit.core.calls import FailureKind, ModelReply
 
 C = rk.ContractErrorCode
 R = rk.ReasonCode
+#: An invalid first reply that still exposes its identifiers (a repair can be held to them).
+TRUNCATED = '{"action_id": "A1_ADVISORY", "object_id": "P_ALPHA", "topk": ['
 
 
 # ---------------------------------------------------------------------------------------- the paper's ten
@@ -40,7 +42,7 @@ def test_invalid_json_is_repaired_once_then_accepted():
 
 
 def test_invalid_json_twice_fails_closed():
-    d = controller().route(request(), scripted("not json", repair=["still not json"]))
+    d = controller().route(request(), scripted(TRUNCATED, repair=["still not json"]))
     assert d.terminal is rk.Terminal.CLARIFY and d.reason is R.FAIL_CLOSED_INVALID_OUTPUT
     assert [e.code for e in d.errors] == [C.INVALID_JSON, C.INVALID_JSON]
     assert (d.action_id, d.object_id, d.calls, d.valid) == ("NONE", "NONE", 2, False)
@@ -156,10 +158,10 @@ def test_action_outside_catalog_skips_relation_checks():
     (42, C.NOT_AN_OBJECT),
     (b'{"action_id": "A1_ADVISORY"}', C.NOT_AN_OBJECT),
     ("```json\n{}\n```", C.INVALID_JSON),
-    ("[" * 100_000, C.INVALID_JSON),
+    ("[" * 100_000, C.NESTING_TOO_DEEP),
 ])
 def test_unparseable_outputs(raw, code):
-    assert [e.code for e in controller().decide(request(), raw).errors] == [code]
+    assert [e.code for e in controller().decide(request(), raw).first_errors] == [code]
 
 
 @pytest.mark.parametrize("value", [None, 1, 1.5, True, [], ["A9_UNKNOWN"], {"a": 1}, "x" * 1_000_000])
@@ -187,9 +189,16 @@ def test_repair_that_changes_the_object_fails_closed():
     assert [e.code for e in d.repair_errors] == [C.REPAIR_CHANGED_OBJECT]
 
 
-def test_repair_may_supply_identifiers_that_did_not_parse():
-    d = controller().route(request(), scripted("oops", repair=[proposal()]))
+def test_repair_may_supply_an_object_the_first_reply_never_reached():
+    d = controller().route(request(), scripted('{"action_id": "A1_ADVISORY", "obj', repair=[proposal()]))
     assert d.dispatched and d.repair_attempted
+
+
+def test_no_repair_is_asked_for_when_the_first_reply_exposes_no_action():
+    backend = scripted("oops", repair=[proposal()])
+    d = controller().route(request(), backend)
+    assert d.reason is R.FAIL_CLOSED_REPAIR_UNANCHORED and not d.repair_attempted
+    assert backend.stages() == [rk.Stage.ROUTEBR]
 
 
 def test_repair_disabled_fails_closed_at_once():
@@ -200,9 +209,9 @@ def test_repair_disabled_fails_closed_at_once():
 
 def test_decide_without_recorded_repair_fails_closed_and_with_one_accepts():
     c = controller()
-    assert c.decide(request(), "oops").reason is R.FAIL_CLOSED_INVALID_OUTPUT
-    assert c.decide(request(), "oops", json.dumps(proposal())).dispatched
-    assert c.decide(request(), "oops", None).reason is R.FAIL_CLOSED_INVALID_OUTPUT
+    assert c.decide(request(), TRUNCATED).reason is R.FAIL_CLOSED_INVALID_OUTPUT
+    assert c.decide(request(), TRUNCATED, json.dumps(proposal())).dispatched
+    assert c.decide(request(), TRUNCATED, None).reason is R.FAIL_CLOSED_INVALID_OUTPUT
 
 
 # ---------------------------------------------------------------------------------------- backend failures
@@ -246,7 +255,7 @@ def test_backend_failures_end_in_the_fail_closed_terminal(backend, reason):
 
 
 def test_repair_call_failure_is_recorded():
-    backend = scripted("oops", repair=[ModelReply.failed(FailureKind.TIMEOUT, "read timeout")])
+    backend = scripted(TRUNCATED, repair=[ModelReply.failed(FailureKind.TIMEOUT, "read timeout")])
     d = controller().route(request(), backend)
     assert d.reason is R.FAIL_CLOSED_BACKEND_TIMEOUT and d.repair_attempted and d.calls == 2
     assert [e.code for e in d.first_errors] == [C.INVALID_JSON]
@@ -308,10 +317,10 @@ def test_sentinel_ids_cannot_be_registered():
 
 
 def test_decision_record_is_complete_and_serialisable():
-    d = controller().route(request(), scripted("oops", repair=[proposal()]))
+    d = controller().route(request(), scripted(TRUNCATED, repair=[proposal()]))
     record = json.loads(json.dumps(d.as_dict()))
     assert record["hashes"] == {"catalog": CATALOG.sha256, "rules": POLICY.sha256, "registry": ""}
-    assert record["first_output"] == "oops" and record["repair_output"] == proposal()
+    assert record["first_output"] == TRUNCATED and record["repair_output"] == proposal()
     assert record["proposal"] == {"action_id": A1, "object_id": "P_ALPHA", "topk": [A1, A4]}
     assert record["rule"]["rule_id"] == "R999" and record["object_resolution"] == "RESOLVED"
     assert [t["step"] for t in record["trace"]] == ["PROPOSE", "VALIDATE", "REPAIR", "COMMIT", "STATE_GATE",

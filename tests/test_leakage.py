@@ -59,3 +59,44 @@ def test_hostile_depth_is_bounded(artifact):
     for _ in range(5000):
         deep = [deep]
     assert gold_leaks(case, "ROUTEBR", deep) == []
+
+
+class _Echo:
+    """A backend that answers with a fixed valid proposal and reports a request body of the test's choosing."""
+
+    name = "echo"
+
+    def __init__(self, plant: str | None = None) -> None:
+        self.plant = plant
+
+    async def complete(self, call):
+        import routebr_kit as rk
+
+        body = {"messages": [{"role": "user", "content": json.dumps(dict(call.payload), ensure_ascii=False)}]}
+        if self.plant:
+            body["messages"].append({"role": "user", "content": self.plant})
+        content = json.dumps({"action_id": "A4_SUPPORT_RESPONSE", "object_id": "NONE",
+                              "topk": ["A4_SUPPORT_RESPONSE"]})
+        return rk.ModelReply(content=content, model="echo", extra={"request_body": body})
+
+
+def _run(artifact, tmp_path, plant_for=None):
+    from routebr_kit.runs.runner import run_cases
+
+    cases = list(artifact.cases("confirm").values())[:6]
+    plant = sorted(gold_only_values(cases[0]))[0] if plant_for else None
+    result = run_cases(cases, _Echo(plant), system="routebr", assets=artifact.assets, out_dir=tmp_path / "run",
+                       progress=False)
+    return result.manifest
+
+
+def test_a_run_manifest_computes_the_claim_from_its_request_bodies(artifact, tmp_path):
+    manifest = _run(artifact, tmp_path)
+    assert manifest["gold_fields_passed_to_model"] is False
+    assert manifest["gold_leak_check"]["request_bodies_checked"] == 6
+
+
+def test_a_run_whose_bodies_carry_gold_says_so(artifact, tmp_path):
+    manifest = _run(artifact, tmp_path, plant_for=True)
+    assert manifest["gold_fields_passed_to_model"] is True
+    assert manifest["gold_leak_check"]["leaks"] >= 1

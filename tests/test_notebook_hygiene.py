@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,52 @@ def test_notebook_teaches(path: Path) -> None:
     opening = "".join(cells[0]["source"]).lower()
     assert "question" in opening
     assert cells[-1]["cell_type"] == "markdown"
-    assert "mean" in "".join(cells[-1]["source"]).lower()
+    closing = [c for c in cells[-3:] if c["cell_type"] == "markdown"]  # "What the numbers mean" (+ exercises)
+    assert any("mean" in "".join(c["source"]).lower() for c in closing)
     checked = [c for c in cells if c["cell_type"] == "code" and "".join(c["source"]).startswith("# NBVAL_CHECK_OUTPUT")]
     assert checked, "no cell is checked by nbval"
+
+
+# Result-like figures typed into Markdown: percentages and k/n fractions (the team's before-stop heuristic), plus
+# decimals that look like rates or p-values.  "95% CI"/"Wilson 95%" name a method, not a result.
+_METHOD = re.compile(r"\b9[05]\s?%\s?(?:CI|confidence|interval|Wilson)|(?:Wilson|confidence)\s+9[05]\s?%")
+_RESULT = re.compile(r"\b\d+(?:\.\d+)?\s?%|\b\d+\s?/\s?\d+\b|(?<![\w.])0\.\d{2,}\b|\bp\s?[=≈<]\s?\d")
+PUBLISHED_MARK = "<!-- published -->"
+
+
+def typed_results(markdown: str) -> list[str]:
+    """Result-like figures of a Markdown cell outside sentences that say they are published (or the paper's)."""
+    if PUBLISHED_MARK in markdown:
+        return []
+    text = re.sub(r"`[^`]*`", "", _METHOD.sub("", markdown))  # code spans are identifiers and literals
+    found = []
+    for sentence in re.split(r"(?<=[.!?])\s+|\n\s*[-*\d]+[.)]?\s+|\n\n", text):
+        lowered = sentence.lower()
+        if "publish" in lowered or "paper" in lowered:
+            continue
+        found += _RESULT.findall(sentence)
+    return found
+
+
+def test_typed_results_heuristic() -> None:
+    assert typed_results("RouteBR reaches 97.5% here.") == ["97.5%"]
+    assert typed_results("It made 1/166 false dispatches.") == ["1/166"]
+    assert typed_results("The published run has 37/40 pairs.") == []
+    assert typed_results("Wilson 95% intervals; 95% CI.") == []
+    assert typed_results("Set `seed = 2` and compare.") == []
+    assert typed_results(f"{PUBLISHED_MARK}\n97.5% and 0.34") == []
+    assert typed_results("not significant (p = 0.34).")
+
+
+#: Notebooks whose prose still types results (issue 13, not yet converted): strict, so fixing one flags the entry.
+PENDING: set[str] = set()
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(
+    strict=True, reason="issue 13: prose not yet rendered from computed values")) if p.name in PENDING else p
+    for p in NOTEBOOKS], ids=lambda p: p.name)
+def test_no_result_figures_typed_into_markdown(path: Path) -> None:
+    """Every number of a notebook's prose comes from the run, unless the sentence says it is published."""
+    cells = _load(path)["cells"]
+    typed = {i: typed_results("".join(c["source"])) for i, c in enumerate(cells) if c["cell_type"] == "markdown"}
+    assert not {i: hits for i, hits in typed.items() if hits}, "render these from computed values instead"

@@ -48,7 +48,8 @@ def test_lexical_study_runs_only_the_controller_systems(tmp_path):
 
 @pytest.mark.parametrize("kwargs, code, field", [
     ({"source": "oracle"}, rk.ErrorCode.UNKNOWN_ENUM, "source"),
-    ({"source": "artifact"}, rk.ErrorCode.EMPTY_VALUE, "artifact_dir"),
+    ({"source": "artifact", "artifact_dir": "/no/such/artifact"}, rk.ErrorCode.FILE_NOT_FOUND, "artifact_dir"),
+    ({"source": "artifact", "cases_path": "x.csv"}, rk.ErrorCode.INVALID_VALUE, "cases_path"),
     ({"source": "simulated", "profile": "gpt-x"}, rk.ErrorCode.INVALID_VALUE, "profile"),
     ({"source": "simulated", "seed": "0"}, rk.ErrorCode.WRONG_TYPE, "seed"),
     ({"source": "simulated", "language": "fr"}, rk.ErrorCode.UNKNOWN_ENUM, "language"),

@@ -2,7 +2,8 @@
 
 The key is the SHA-256 of the canonical request: the normalised base URL and the full request body (model,
 messages, response_format, request options, seed).  An entry holds the request body, the server's JSON response
-and the latency of the call that produced it — never a credential (the body has none; headers are not stored).
+and the latency of the call that produced it — never a credential (the body has none; headers are not stored; the
+entry is written through :mod:`routebr_kit.store.redact`, so a key a server echoes in its reply is redacted).
 
 A re-run of an identical matrix is answered entirely from the cache (zero network calls).  In replay-only mode a
 miss is not sent to the network: the adapter answers ``CACHE_MISS`` and the runner stops with
@@ -23,6 +24,7 @@ from typing import Any
 from ..core.errors import KitError
 from ..core.hashing import sha256_json
 from ..store.ledger import write_json_atomic
+from ..store.redact import redact_text
 
 
 class CacheMode(str, enum.Enum):
@@ -35,8 +37,8 @@ class CacheMissError(KitError, LookupError):
 
     def __init__(self, case_id: str, stage: str, detail: str = "") -> None:
         self.case_id, self.stage = case_id, stage
-        super().__init__(f"[CACHE_MISS] no recorded response for case {case_id} at stage {stage}"
-                         + (f" ({detail})" if detail else "") + "; run without replay-only to record it")
+        super().__init__(redact_text(f"[CACHE_MISS] no recorded response for case {case_id} at stage {stage}"
+                                     + (f" ({detail})" if detail else "") + "; run without replay-only to record it"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,12 @@ re-typing of the messages costs CPU at high concurrency (``benchmarks/bench_runn
   ``MODEL_IDENTITY`` failure (``FAIL_CLOSED_MODEL_IDENTITY``); the run summary flags the profile.
 * **Credentials**: the key is read from the profile's environment variable when a client is built and lives only
   in that client; request bodies, receipts, cache entries, manifests and ``repr`` never contain it.
+* **Protocol**: the prompt set chooses it.  With the kit's :class:`~routebr_kit.prompts.PromptSet` the body is the
+  kit's (its texts, its repair payload with ``target_schema``), serialised by the SDK.  With
+  :class:`~routebr_kit.prompts.PublishedPrompts` (``ARTIFACT/experiments/prompts.json``) every stage, repair
+  included, sends the published body — published texts, the published repair payload
+  (:func:`~routebr_kit.prompts.published.published_payload`) — posted as the published transport serialised it
+  (:func:`~routebr_kit.prompts.published.wire_bytes`).
 * **Cache**: with a :class:`~routebr_kit.backends.cache.ResponseCache`, identical requests are answered from disk
   (zero network calls); in replay-only mode a miss answers ``CACHE_MISS`` without touching the network.
 """
@@ -40,7 +46,9 @@ import openai
 from ..core.aio import run_sync
 from ..core.calls import FailureKind, ModelCall, ModelReply
 from ..core.errors import DataError, ErrorCode
-from ..prompts import PromptSet
+from ..prompts import PromptSet, Protocol, PublishedPrompts
+from ..prompts.published import published_payload, wire_bytes
+from ..store.redact import escape_surrogates, redact_text, register_secret, url_secrets
 from .cache import ResponseCache
 from .profiles import Profile
 
@@ -52,28 +60,43 @@ MAX_BACKOFF_S = 30.0
 class OpenAICompatBackend:
     """An OpenAI-compatible chat-completions backend for one profile and one prompt set."""
 
-    def __init__(self, profile: Profile, prompts: PromptSet, *, cache: ResponseCache | None = None,
+    def __init__(self, profile: Profile, prompts: PromptSet | PublishedPrompts, *, cache: ResponseCache | None = None,
                  seed: int | None = None, rate_limiter: Any = None) -> None:
         self.profile = profile
         self.prompts = prompts
         self.cache = cache
         self.seed = seed
         self.rate_limiter = rate_limiter
-        self.name = f"openai:{profile.name}"
+        # a published-protocol run is a different backend: its name differs, so resuming across protocols is refused
+        suffix = "" if prompts.protocol is Protocol.KIT else f"@{prompts.protocol.value}"
+        self.name = f"openai:{profile.name}{suffix}"
         self._client: openai.AsyncOpenAI | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         if not (cache is not None and cache.replay_only) and not os.environ.get(profile.api_key_env):
             raise DataError(ErrorCode.EMPTY_VALUE, f"the API key in environment variable {profile.api_key_env}",
                             field="api_key_env", detail=f"profile {profile.name}")
+        register_secret(*self.secrets())  # redacted from everything the kit writes (routebr_kit.store.redact)
+
+    @property
+    def protocol(self) -> Protocol:
+        """The request protocol (``kit`` or ``published``), fixed by the prompt set at construction."""
+        return self.prompts.protocol
 
     # ------------------------------------------------------------------------------------------ requests
     def request_body(self, call: ModelCall) -> dict[str, Any]:
-        """The exact JSON body sent for a call (what receipts record and the cache key hashes)."""
+        """The exact JSON body sent for a call (what receipts record and the cache key hashes).
+
+        The one place a request body is built, for both protocols: only the user-message payload differs (a
+        published repair carries the published repair payload) besides the system text the prompt set gives.
+        """
+        payload = call.payload if self.protocol is Protocol.KIT else published_payload(call.stage, call.payload)
         body: dict[str, Any] = {
             "model": self.profile.model,
             "messages": [
                 {"role": "system", "content": self.prompts.instruction(call.stage)},
-                {"role": "user", "content": json.dumps(call.payload, ensure_ascii=False, separators=(",", ":"))},
+                # a lone surrogate (a reply echoed into a repair payload) as its JSON escape: same value, sendable
+                {"role": "user", "content": escape_surrogates(json.dumps(payload, ensure_ascii=False,
+                                                                         separators=(",", ":")))},
             ],
             "stream": False,
             "response_format": {"type": "json_object"},
@@ -119,9 +142,15 @@ class OpenAICompatBackend:
                 await self.rate_limiter.acquire()
             retry_after = None
             try:
-                text = await client.post("/chat/completions", body=body, cast_to=str)
-                response, failure = _parse_json(text)
+                if self.protocol is Protocol.PUBLISHED:  # the published transport's exact bytes
+                    text = await client.post("/chat/completions", content=wire_bytes(body), cast_to=str)
+                else:
+                    text = await client.post("/chat/completions", body=body, cast_to=str)
+                response, failure = _parse_json(redact_text(text))  # an echoed key never gets past here
                 return response, failure, tuple(retries)
+            except UnicodeError as exc:  # the SDK decodes the body with its declared charset (e.g. utf-16, no BOM)
+                return None, (FailureKind.MALFORMED_RESPONSE,
+                              f"response body does not decode as its declared charset ({exc})"), tuple(retries)
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 kind, reason = FailureKind.HTTP_STATUS, f"HTTP_{status}"
@@ -192,21 +221,31 @@ class OpenAICompatBackend:
         """The same backend whose network attempts (not cache hits) wait for ``limiter``."""
         return OpenAICompatBackend(self.profile, self.prompts, cache=self.cache, seed=self.seed, rate_limiter=limiter)
 
+    def secrets(self) -> tuple[str, ...]:
+        """The values to redact from everything written: the API key and any password in the base URL."""
+        return tuple(v for v in (os.environ.get(self.profile.api_key_env, ""), *url_secrets(self.profile.base_url))
+                     if v)
+
     def manifest(self) -> dict[str, Any]:
-        """What a run manifest records: profile (with its hash), prompt set, seed, cache mode — no credential."""
+        """What a run manifest records: profile (with its hash), protocol, prompt set (with the file's hash), seed,
+        cache mode — no credential."""
         return {"name": self.name, "kind": "openai_compatible", "profile": {**self.profile.as_dict(),
                                                                             "sha256": self.profile.sha256},
-                "prompts": self.prompts.describe(), "seed": self.seed if self.profile.send_seed else None,
+                "protocol": self.protocol.value, "prompts": self.prompts.describe(),
+                "seed": self.seed if self.profile.send_seed else None,
                 "cache": None if self.cache is None else self.cache.mode.value}
 
     def __repr__(self) -> str:
         return (f"OpenAICompatBackend(profile={self.profile.name!r}, model={self.profile.model!r}, "
-                f"base_url={self.profile.base_url!r}, prompts={self.prompts.language.value})")
+                f"base_url={self.profile.base_url!r}, protocol={self.protocol.value}, "
+                f"prompts={self.prompts.language.value})")
 
 
 def _parse_json(text: str) -> tuple[Mapping[str, Any] | None, tuple[FailureKind, str] | None]:
     try:
         value = json.loads(text)
+    except RecursionError:
+        return None, (FailureKind.MALFORMED_RESPONSE, "response body is JSON nested too deeply to parse")
     except ValueError:
         return None, (FailureKind.MALFORMED_RESPONSE, f"response body is not JSON: {text[:80]!r}")
     if not isinstance(value, dict):

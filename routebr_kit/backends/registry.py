@@ -1,5 +1,9 @@
 """Build a backend from its spec string: ``sim:<profile>``, ``local:lexical`` or an OpenAI-compatible profile name.
 
+``protocol`` chooses what an OpenAI-compatible profile sends (:class:`~routebr_kit.prompts.Protocol`): ``kit`` (the
+kit's prompt texts for the language, or the kit-format file at ``prompts_path``) or ``published`` (the published
+request bodies, with the texts of the published ``prompts.json`` at ``prompts_path``, read at run time).
+
 The simulated and lexical backends are imported on demand (they are standard library + numpy); the
 OpenAI-compatible adapter pulls in the ``openai`` SDK only when a profile is asked for.
 """
@@ -12,7 +16,15 @@ from typing import Any
 
 from ..core.errors import DataError, ErrorCode
 from ..core.records import Catalog
-from ..prompts import Language, PromptSet, detect_language, load_prompts
+from ..prompts import (
+    Language,
+    PromptSet,
+    Protocol,
+    PublishedPrompts,
+    detect_language,
+    load_prompts,
+    load_published_prompts,
+)
 from ..store.cases import Case
 from .cache import ResponseCache
 from .profiles import load_profile
@@ -25,13 +37,28 @@ LEXICAL = "local:lexical"
 
 def make_backend(spec: str, *, cases: Iterable[Case] | None = None, catalog: Catalog | None = None, seed: int = 0,
                  profiles_path: str | Path | None = None, cache: ResponseCache | None = None,
-                 prompts: PromptSet | None = None, language: Language | str = "auto") -> Any:
+                 prompts: PromptSet | PublishedPrompts | None = None, language: Language | str = "auto",
+                 protocol: Protocol | str = Protocol.KIT, prompts_path: str | Path | None = None) -> Any:
     """The backend a spec names (see the module docstring).
 
     ``cases`` feed the simulator (it applies its error model to each case's gold route) and choose the prompt
     language when it is ``auto``; ``catalog`` feeds the lexical proposer; ``seed`` keys the simulator and is sent
-    to profiles that allow a seed; ``cache`` and ``prompts`` apply to OpenAI-compatible profiles.
+    to profiles that allow a seed; ``cache``, ``prompts``, ``protocol`` and ``prompts_path`` apply to
+    OpenAI-compatible profiles (the published protocol shapes HTTP request bodies, so a simulated or lexical spec
+    with ``protocol='published'`` is refused rather than silently ignored).
     """
+    protocol = Protocol.parse(protocol)
+    if prompts is not None and (prompts.protocol is not protocol or prompts_path is not None):
+        raise DataError(ErrorCode.INVALID_VALUE, f"either prompts of the {protocol.value} protocol or prompts_path",
+                        field="prompts", got=prompts.protocol.value)
+    if protocol is Protocol.PUBLISHED:
+        if spec.startswith((SIM_PREFIX, "local:")):
+            raise DataError(ErrorCode.INVALID_VALUE, "an OpenAI-compatible profile for the published protocol (it "
+                            "shapes HTTP request bodies; simulated and lexical backends send none)",
+                            field="protocol", got=spec)
+        if prompts is None and prompts_path is None:
+            raise DataError(ErrorCode.EMPTY_VALUE, "the published prompts file (ARTIFACT/experiments/prompts.json) "
+                            "for the published protocol", field="prompts_path")
     if spec.startswith(SIM_PREFIX):
         from .simulated import SimulatedBackend
 
@@ -51,13 +78,29 @@ def make_backend(spec: str, *, cases: Iterable[Case] | None = None, catalog: Cat
     from .openai_compat import OpenAICompatBackend
 
     profile = load_profile(profiles_path or DEFAULT_PROFILES, spec)
+    if prompts is None and protocol is Protocol.PUBLISHED:
+        prompts = load_published_prompts(prompts_path)  # type: ignore[arg-type]  # checked above
+        wanted = language.value if isinstance(language, Language) else str(language)
+        if wanted not in ("auto", prompts.language.value):
+            raise DataError(ErrorCode.INVALID_VALUE, f"language auto or {prompts.language.value} (the published "
+                            "prompt file's language)", field="language", got=wanted, file=prompts.path)
     if prompts is None:
         chosen = profile.prompt_language if profile.prompt_language != "auto" else str(
             language.value if isinstance(language, Language) else language)
         if chosen == "auto":
             chosen = detect_language(c.request.utterance for c in cases or ()).value
-        prompts = load_prompts(chosen)
+        prompts = load_prompts(chosen, path=prompts_path)
     return OpenAICompatBackend(profile, prompts, cache=cache, seed=seed)
 
 
-__all__ = ["DEFAULT_PROFILES", "LEXICAL", "SIM_PREFIX", "make_backend"]
+def published_prompts_path(artifact_dir: str | Path | None) -> Path:
+    """``ARTIFACT/experiments/prompts.json``, checked now (a located error before any run starts)."""
+    if artifact_dir is None:
+        raise DataError(ErrorCode.FILE_NOT_FOUND, "a published artifact (its experiments/prompts.json holds the "
+                        "published protocol's texts)", field="artifact_dir")
+    path = Path(artifact_dir) / "experiments" / "prompts.json"
+    load_published_prompts(path)
+    return path
+
+
+__all__ = ["DEFAULT_PROFILES", "LEXICAL", "SIM_PREFIX", "make_backend", "published_prompts_path"]

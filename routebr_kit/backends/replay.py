@@ -16,13 +16,13 @@ Replies are served per (case, stage) in order; a call with nothing left to serve
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import DataError, ErrorCode
 from ..core.records import Stage
+from ..store.assets import read_json
 from .base import BackendFailure, FailureKind, ModelCall, ModelReply
 
 Replies = Mapping[str, Mapping[Stage, Sequence[ModelReply]]]
@@ -42,13 +42,14 @@ class ReplayBackend:
 
     @classmethod
     def from_receipts(cls, paths: Iterable[str | Path], *, name: str = "replay:receipts") -> ReplayBackend:
-        """Every recorded reply of each receipt file."""
+        """Every recorded reply of each receipt file, read with the kit's strict reader (a duplicate key, ``NaN`` or
+        nesting past the file bound is a located :class:`DataError`, like a missing field)."""
         replies = {}
         for path in paths:
+            receipt = read_json(path, "a receipt JSON object")
             try:
-                receipt = json.loads(Path(path).read_text(encoding="utf-8"))
                 replies[receipt["case_id"]] = replies_of_receipt(receipt)
-            except (OSError, ValueError, KeyError, TypeError) as exc:
+            except (ValueError, KeyError, TypeError) as exc:
                 raise DataError(ErrorCode.INVALID_VALUE, "a receipt with case_id and responses[stage, content]",
                                 file=str(path), detail=f"{type(exc).__name__}: {exc}") from None
         return cls(replies, name=name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..core.errors import DataError, ErrorCode
 from ..dataset.audit import audit_files
 from .common import command, print_table
 
@@ -14,6 +15,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--catalog", required=True, type=Path, help="catalog.csv")
     p.add_argument("--rules", required=True, type=Path, help="boundary_rules.csv")
     p.add_argument("--entities", type=Path, help="entity registry (published entity_catalog.csv or a kit registry)")
+    p.add_argument("--state-schema", type=Path, help="runtime-state schema JSON (default: derived from the rules)")
     p.add_argument("--kind", choices=("auto", "full", "select", "confirm", "subset"), default="auto",
                    help="which counts to expect (default: detected from the split counts)")
 
@@ -21,7 +23,14 @@ def _args(p: argparse.ArgumentParser) -> None:
 @command("audit", "audit benchmark cases: every published validator check plus the kit's stricter ones", _args)
 def audit(args: argparse.Namespace) -> int:
 
-    result = audit_files(args.cases, args.catalog, args.rules, args.entities, kind=args.kind)
+    given = [("CASES", path) for path in args.cases]
+    given += [("--catalog", args.catalog), ("--rules", args.rules), ("--entities", args.entities),
+              ("--state-schema", args.state_schema)]
+    for flag, path in given:  # in the order they were named, so the error names the file that is missing
+        if path is not None and not path.is_file():
+            raise DataError(ErrorCode.FILE_NOT_FOUND, "an existing file", file=str(path), field=flag)
+    result = audit_files(args.cases, args.catalog, args.rules, args.entities, kind=args.kind,
+                         state_schema=args.state_schema)
     for report in result.reports:
         print(f"== {Path(report.path).name} ({report.kind.value}, {report.stats.rows} rows)")
         for name, digest in report.hashes.items():

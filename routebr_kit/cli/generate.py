@@ -17,7 +17,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--decouple-entity-state", action="store_true",
                    help="keep entity_resolved=true for half of the unresolvable references (object gate decides)")
     p.add_argument("--data", type=Path, help="directory with catalog.csv, boundary_rules.csv, registry_<lang>.csv "
-                   "(default: the kit's data/)")
+                   "(default: the packaged routebr_kit/resources/)")
 
 
 @command("generate", "write the kit's seeded 600-scenario benchmark (cases, SELECT, CONFIRM, assets, manifest)",

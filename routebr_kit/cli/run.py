@@ -10,9 +10,10 @@ from ..backends.cache import CacheMode, ResponseCache
 from ..backends.registry import make_backend
 from ..core.errors import DataError, ErrorCode
 from ..runs.runner import derive_interventions, parse_system, run_cases
-from ..store.assets import assets_beside, load_assets
+from ..store.assets import REGISTRY_NAMES, Assets, load_assets
 from ..store.cases import Split, load_cases
 from .common import command, print_table
+from .score import score_report, summary_lines
 
 SPLITS = ("MAIN", "FLIP", "ENTITY", "ALL")
 
@@ -22,7 +23,8 @@ def _args(p: argparse.ArgumentParser) -> None:
                    help="sim:<profile>, local:lexical, or a profile name from --profiles")
     p.add_argument("--system", required=True, choices=("routebr", "b1", "b2", "a_state", "a_ground"))
     p.add_argument("--cases", required=True, type=Path, help="benchmark cases CSV (published schema)")
-    p.add_argument("--split", required=True, choices=SPLITS, help="ALL = every non-DEV case of the file")
+    p.add_argument("--split", required=True, type=str.upper, choices=SPLITS,
+                   help="MAIN, FLIP, ENTITY or ALL (= every non-DEV case of the file); any letter case")
     p.add_argument("--out", required=True, type=Path, help="run directory (predictions.csv, raw/, run_manifest.json)")
     p.add_argument("--concurrency", type=int, default=8, help="cases in flight at once (default 8)")
     p.add_argument("--rpm", type=float, default=None, help="requests-per-minute limit (network requests only)")
@@ -34,10 +36,18 @@ def _args(p: argparse.ArgumentParser) -> None:
                    help="boundary rules CSV (default: boundary_rules.csv next to --cases)")
     p.add_argument("--registry", type=Path, default=None,
                    help="entity registry CSV (default: entity_catalog.csv or registry.csv next to --cases)")
+    p.add_argument("--state-schema", type=Path, default=None,
+                   help="runtime-state schema JSON overriding the one derived from the rules (see core.state)")
     p.add_argument("--cache", type=Path, default=None, help="response cache directory (OpenAI-compatible profiles)")
     p.add_argument("--replay-only", action="store_true", help="answer only from --cache; stop on a miss")
     p.add_argument("--seed", type=int, default=0, help="simulator seed; sent to profiles with send_seed")
     p.add_argument("--language", choices=("auto", "en", "zh"), default="auto", help="prompt language")
+    p.add_argument("--protocol", choices=("kit", "published"), default="kit",
+                   help="request protocol: kit (its own prompts, stricter B2 validation, schema-restating repair; "
+                        "default) or published (the published request bodies and B1/B2 acceptance; needs --prompts)")
+    p.add_argument("--prompts", type=Path, default=None,
+                   help="prompt file: ARTIFACT/experiments/prompts.json with --protocol published; "
+                        "a kit-format prompt file otherwise (default: the kit's own for the language)")
     p.add_argument("--from-run", type=Path, default=None,
                    help="a_state/a_ground: the RouteBR run directory whose stored proposals are replayed")
     p.add_argument("--live", action="store_true", help="a_state/a_ground: re-run live instead of from --from-run")
@@ -48,12 +58,7 @@ def _args(p: argparse.ArgumentParser) -> None:
 @command("run", "run one system over a benchmark split with one backend (resumable, concurrent)", _args)
 def run(args: argparse.Namespace) -> int:
 
-    if args.catalog or args.rules or args.registry:
-        here = args.cases.parent
-        assets = load_assets(args.catalog or here / "catalog.csv", args.rules or here / "boundary_rules.csv",
-                             args.registry)
-    else:
-        assets = assets_beside(args.cases)
+    assets = _assets(args)
     cases = [c for c in load_cases(args.cases)
              if (c.split is not Split.DEV if args.split == "ALL" else c.split.value == args.split)]
     if not cases:
@@ -71,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         cache = None if args.cache is None else ResponseCache(
             args.cache, mode=CacheMode.REPLAY_ONLY if args.replay_only else CacheMode.READ_WRITE)
         backend = make_backend(args.profile, cases=cases, catalog=assets.catalog, seed=args.seed,
-                               profiles_path=args.profiles, cache=cache, language=args.language)
+                               profiles_path=args.profiles, cache=cache, language=args.language,
+                               protocol=args.protocol, prompts_path=args.prompts)
         result = run_cases(cases, backend, system=system, assets=assets, out_dir=args.out,
                            concurrency=args.concurrency, rpm=args.rpm, resume=args.resume, repeat_id=args.repeat_id,
                            progress=progress, cases_path=args.cases)
@@ -80,9 +86,33 @@ def run(args: argparse.Namespace) -> int:
                   "backend": result.manifest["backend"],
                   "cases": s["cases"], "run_now": result.executed, "resumed": result.resumed,
                   "fail_closed": s["fail_closed"], "calls": s["calls"], "cache_hits": s["cache"]["hits"]}])
-    print(f"wrote {args.out}/predictions.csv, raw/ and run_manifest.json")
+    for line in summary_lines(score_report(result.rows, cases)):
+        print(line)
+    print(f"wrote {args.out}/predictions.csv, raw/ and run_manifest.json "
+          f"(score it again: routebr-kit score {args.out} --cases {args.cases})")
     if result.flagged:
         print(f"WARNING: profile flagged {', '.join(result.flagged)} on cases "
               f"{', '.join(s['model_identity_failures'][:10])}", file=sys.stderr)
         return 1
     return 0
+
+
+def _assets(args: argparse.Namespace) -> Assets:
+    """Catalog, rules and registry: the given files, else the ones next to ``--cases`` — every path checked first,
+    the cases file before its neighbours, so an error names the file that is actually missing."""
+    if not args.cases.is_file():
+        raise DataError(ErrorCode.FILE_NOT_FOUND, "an existing cases file", file=str(args.cases), field="--cases")
+    here = args.cases.parent
+    registry = args.registry or next((here / name for name in REGISTRY_NAMES if (here / name).is_file()), None)
+    chosen = (("--catalog", args.catalog, here / "catalog.csv"), ("--rules", args.rules, here / "boundary_rules.csv"),
+              ("--registry", args.registry, registry))
+    for flag, given, path in chosen:
+        if path is not None and not Path(given or path).is_file():
+            expected = ("an existing file" if given else
+                        f"{Path(path).name} next to the cases file (or pass {flag} FILE)")
+            raise DataError(ErrorCode.FILE_NOT_FOUND, expected, file=str(given or path), field=flag)
+    if args.state_schema is not None and not args.state_schema.is_file():
+        raise DataError(ErrorCode.FILE_NOT_FOUND, "an existing file", file=str(args.state_schema),
+                        field="--state-schema")
+    return load_assets(args.catalog or here / "catalog.csv", args.rules or here / "boundary_rules.csv", registry,
+                       args.state_schema)

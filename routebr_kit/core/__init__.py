@@ -5,7 +5,7 @@ files and the benchmark vocabulary live in :mod:`routebr_kit.store`.
 """
 
 from .calls import Backend, BackendFailure, FailureKind, ModelCall, ModelReply
-from .contract import ContractResult, check_proposal, guard_repair, parse_output
+from .contract import ContractResult, HeldIdentifiers, check_proposal, guard_repair, held_identifiers, parse_output
 from .controller import NO_REPAIR, Controller, ControllerOptions, Decision, TraceEvent, TraceStep
 from .errors import ContractError, ContractErrorCode, DataError, ErrorCode, KitError
 from .records import (
@@ -26,6 +26,8 @@ from .records import (
     System,
     Terminal,
 )
-from .rules import Condition, Operator, PolicyEngine, Predicate, Rule, rule
+from .rules import Condition, Operator, PolicyEngine, Predicate, Rule, derive_state_schema, rule
+from .state import StateErrorCode, StateField, StateSchema, StateType, StateViolation
+from .strict_json import JsonIssue, StrictJsonError, strict_loads
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -2,19 +2,24 @@
 
 Validation runs in three phases and returns *every* violation as a :class:`ContractError` value:
 
-1. **parse** — a dict passes; a string must be JSON for one object; anything else is ``NOT_AN_OBJECT``;
+1. **parse** — a mapping passes; a string must be *strict* JSON for one object (a repeated key is
+   ``DUPLICATE_KEY``, ``NaN``/``Infinity`` ``NON_FINITE_NUMBER``); anything else is ``NOT_AN_OBJECT``; either way
+   nesting deeper than :data:`MAX_DEPTH` is ``NESTING_TOO_DEEP``;
 2. **enumerated identifiers** — ``action_id`` in the catalog, ``topk`` a list of one to three catalog IDs,
    ``object_id`` a candidate ID, ``UNRESOLVED`` or ``NONE``;
 3. **cross-field relations** — ``topk`` unique and primary-first, the object type permitted by the primary
    action, ``NONE`` exactly for object-free actions.
 
-Any JSON value of any type or size in any field yields errors, never an exception.  Extra keys are ignored.
+Any JSON value of any type, size or depth in any field yields errors, never an exception.  Extra keys are ignored
+(but count towards the depth bound).  The repair guard (below) holds a repair to the identifiers the first reply
+exposes, however malformed it is.
 The same building blocks validate the B1/B2 one-call routes (:mod:`routebr_kit.systems.baselines`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,8 +27,11 @@ from typing import Any
 from .errors import ContractError, short_repr
 from .errors import ContractErrorCode as C
 from .records import NONE, UNRESOLVED, Catalog, CatalogAction, Entity, Proposal, Stage
+from .strict_json import JsonIssue, StrictJsonError, exceeds_depth, strict_loads
 
 MAX_TOPK = 3
+#: Deepest nesting a model output may have (a proposal needs 2: the object and its ``topk`` list).
+MAX_DEPTH = 32
 REPAIR_CONSTRAINT = "format-only repair; preserve semantic choice and closed IDs"
 
 
@@ -48,17 +56,26 @@ class ContractResult:
         return self
 
 
+_ISSUE_CODE = {JsonIssue.SYNTAX: C.INVALID_JSON, JsonIssue.DUPLICATE_KEY: C.DUPLICATE_KEY,
+               JsonIssue.NON_FINITE: C.NON_FINITE_NUMBER, JsonIssue.TOO_DEEP: C.NESTING_TOO_DEEP}
+
+
 def parse_output(raw: Any) -> tuple[Mapping[str, Any] | None, tuple[ContractError, ...]]:
-    """Phase 1: one JSON object, or an error.  Never raises."""
+    """Phase 1: one strict-JSON object no deeper than :data:`MAX_DEPTH`, or an error.  Never raises.
+
+    Text must be strict JSON (:mod:`routebr_kit.core.strict_json`): a repeated key, ``NaN``/``Infinity`` or
+    nesting deeper than :data:`MAX_DEPTH` is a contract error like any other syntax error.  An already-parsed
+    mapping is held to the same depth bound (a self-containing one exceeds it).
+    """
     if isinstance(raw, Mapping):
+        if exceeds_depth(raw, MAX_DEPTH):
+            return None, (ContractError(C.NESTING_TOO_DEEP, "output", f"deeper than {MAX_DEPTH}"),)
         return raw, ()
     if isinstance(raw, str):
         try:
-            value = json.loads(raw)
-        except ValueError as exc:  # JSONDecodeError is a ValueError
-            return None, (ContractError(C.INVALID_JSON, "output", str(exc)[:160]),)
-        except RecursionError:
-            return None, (ContractError(C.INVALID_JSON, "output", "nesting too deep"),)
+            value = strict_loads(raw, max_depth=MAX_DEPTH)
+        except StrictJsonError as exc:
+            return None, (ContractError(_ISSUE_CODE[exc.issue], exc.key or "output", exc.detail[:160]),)
         if isinstance(value, dict):
             return value, ()
         return None, (ContractError(C.NOT_AN_OBJECT, "output", short_repr(value)),)
@@ -150,6 +167,8 @@ def clean_proposal(parsed: dict, catalog: Catalog, candidates: Mapping[str, Enti
     object_id = parsed.get("object_id")
     if type(action_id) is not str or type(topk) is not list or type(object_id) is not str:
         return None
+    if len(parsed) > 3 and exceeds_depth(parsed, MAX_DEPTH):  # only extra keys can nest (topk is checked below)
+        return None
     action = index.get(action_id)
     size = len(topk)
     if action is None or size == 0 or size > MAX_TOPK or topk[0] != action_id:
@@ -170,19 +189,101 @@ def clean_proposal(parsed: dict, catalog: Catalog, candidates: Mapping[str, Enti
     return Proposal(action_id, object_id, tuple(topk))
 
 
-def guard_repair(first: ContractResult, repaired: ContractResult) -> tuple[ContractError, ...]:
-    """The paper's repair rule: identifiers that parsed in the first pass must survive the repair unchanged."""
-    if first.parsed is None or repaired.proposal is None:
-        return ()
+# --------------------------------------------------------------------------------------------- repair guard
+#
+# The rule (kit, stricter than the published code, which checked nothing): a repair is held to the identifiers
+# the *first* reply exposes, however malformed that reply is.
+#
+# 1. Recovery.  If the first reply is one JSON object (a mapping, or text that is strict JSON for an object), its
+#    top-level string ``action_id`` / ``object_id`` are the held identifiers.  For any field not found that way,
+#    and for every other reply (markdown fences, prose around JSON, truncated text, single quotes, arrays,
+#    double-encoded strings, several objects, repeated keys), the text is scanned for ``action_id`` / ``object_id``
+#    followed by ``:`` or ``=`` and a non-empty quoted value (double or single quotes, backslash-escaped quotes
+#    included); every such value counts.
+# 2. Anchoring (before any repair call).  The first reply must expose exactly one distinct ``action_id`` and at
+#    most one distinct ``object_id``; otherwise no format-only repair can be held to it, no repair call is made,
+#    and the decision ends in the fail-closed terminal with ``FAIL_CLOSED_REPAIR_UNANCHORED``.
+# 3. Guard (after the repair).  The accepted repair's ``action_id`` must equal the held action exactly, and its
+#    ``object_id`` the held object exactly when one was exposed (a repair may supply an object the first reply
+#    never reached, e.g. when it was truncated; the contract and the object gate still apply to it); otherwise
+#    ``FAIL_CLOSED_REPAIR_CHANGED_PROPOSAL``.
+
+_HELD_FIELDS = ("action_id", "object_id")
+_ID_PAIR = re.compile(r"""(?<![\w])(\\*["']?)(action_id|object_id)\1\s*[:=]\s*(\\*["'])([^"'\\\r\n]{1,256})\3""")
+
+
+@dataclass(frozen=True, slots=True)
+class HeldIdentifiers:
+    """The distinct identifiers recovered from a first reply, in order of appearance."""
+
+    action_ids: tuple[str, ...] = ()
+    object_ids: tuple[str, ...] = ()
+
+    @property
+    def action_id(self) -> str | None:
+        return self.action_ids[0] if len(self.action_ids) == 1 else None
+
+    @property
+    def object_id(self) -> str | None:
+        return self.object_ids[0] if len(self.object_ids) == 1 else None
+
+
+def held_identifiers(raw: Any) -> HeldIdentifiers:
+    """Step 1 of the repair rule: the identifiers a first reply exposes.  Never raises."""
+    found: dict[str, list[str]] = {"action_id": [], "object_id": []}
+    parsed: Any = raw if isinstance(raw, Mapping) else None
+    text: str | None = raw if isinstance(raw, str) else None
+    if text is not None:
+        try:
+            parsed = strict_loads(text, max_depth=MAX_DEPTH)
+        except StrictJsonError:
+            parsed = None
+    elif not isinstance(raw, Mapping):
+        text = _dump_or_repr(raw)
+    missing = []
+    for name in _HELD_FIELDS:
+        value = parsed.get(name) if isinstance(parsed, Mapping) else None
+        if type(value) is str and value.strip():
+            found[name].append(value)
+        else:
+            missing.append(name)
+    if missing and text is None:  # a mapping lacking a top-level identifier: scan its (bounded) JSON form
+        text = _dump_or_repr(raw)
+    if missing and text:
+        for match in _ID_PAIR.finditer(text):
+            name, value = match.group(2), match.group(4)
+            if name in missing and value.strip() and value not in found[name]:
+                found[name].append(value)
+    return HeldIdentifiers(tuple(found["action_id"]), tuple(found["object_id"]))
+
+
+def anchor_errors(held: HeldIdentifiers) -> tuple[ContractError, ...]:
+    """Step 2: why no repair can be held to a first reply (``()`` when a repair may be asked for)."""
     errors = []
-    before = first.parsed.get("action_id")
-    if type(before) is str and before != repaired.proposal.action_id:
+    if len(held.action_ids) != 1:
+        errors.append(ContractError(C.REPAIR_UNANCHORED, "action_id",
+                                    "none exposed" if not held.action_ids else short_repr(list(held.action_ids))))
+    if len(held.object_ids) > 1:
+        errors.append(ContractError(C.REPAIR_UNANCHORED, "object_id", short_repr(list(held.object_ids))))
+    return tuple(errors)
+
+
+def guard_repair(first: Any, repaired: ContractResult) -> tuple[ContractError, ...]:
+    """Step 3: the repaired proposal against the identifiers of the first reply (its raw output, or a
+    :class:`HeldIdentifiers`).  Unanchored first replies are refused before the repair (:func:`anchor_errors`);
+    here they fail as a changed action."""
+    if repaired.proposal is None:
+        return ()
+    held = first if isinstance(first, HeldIdentifiers) else held_identifiers(first)
+    errors = []
+    if held.action_id != repaired.proposal.action_id:
         errors.append(ContractError(C.REPAIR_CHANGED_ACTION, "action_id",
-                                    f"{short_repr(before)} -> {repaired.proposal.action_id!r}"))
-    before = first.parsed.get("object_id")
-    if type(before) is str and before != repaired.proposal.object_id:
+                                    f"{short_repr(held.action_id or list(held.action_ids))} -> "
+                                    f"{repaired.proposal.action_id!r}"))
+    if held.object_ids and held.object_id != repaired.proposal.object_id:
         errors.append(ContractError(C.REPAIR_CHANGED_OBJECT, "object_id",
-                                    f"{short_repr(before)} -> {repaired.proposal.object_id!r}"))
+                                    f"{short_repr(held.object_id or list(held.object_ids))} -> "
+                                    f"{repaired.proposal.object_id!r}"))
     return tuple(errors)
 
 
@@ -201,10 +302,13 @@ def repair_payload(stage: Stage, raw: Any, errors: tuple[ContractError, ...],
 
 
 def _dump_or_repr(raw: Any) -> str:
+    """JSON text of a parsed output (``repr`` for what JSON cannot hold); never raises."""
+    if isinstance(raw, (Mapping, list, tuple)) and exceeds_depth(raw, MAX_DEPTH):
+        return short_repr(raw)
     try:
         return json.dumps(raw, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(raw)
+    except (TypeError, ValueError, RecursionError):
+        return short_repr(raw, 1 << 20)
 
 
 #: The RouteBR proposal schema, restated to the repair model.

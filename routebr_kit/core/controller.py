@@ -1,8 +1,11 @@
 """The RouteBR controller — the paper's Algorithm 1.
 
-One proposal call; the contract (at most one format-only repair that may not change the proposal's identifiers,
-then the configured fail-closed terminal); commitment to the primary action (``topk[1:]`` is diagnostic only);
-the state gate (first-match rules on runtime state); the object gate (``UNRESOLVED`` → CLARIFY); and finally
+First the runtime state is checked against its schema (a violation ends in the configured fail-closed terminal
+before any model call, ``FAIL_CLOSED_INVALID_STATE``).  Then one proposal call; the contract (at most one
+format-only repair, held to the identifiers the first reply exposes and not requested when it exposes no single
+primary action — ``FAIL_CLOSED_REPAIR_UNANCHORED`` — then the configured fail-closed terminal); commitment to the
+primary action (``topk[1:]`` is diagnostic only); the state gate (first-match rules on runtime state); the
+object gate (``UNRESOLVED`` → CLARIFY); and finally
 ``DISPATCH(action, object)`` or a bounded terminal, as an immutable :class:`Decision` with a replayable trace.
 
 The same algorithm runs three ways: :meth:`Controller.aroute` (async, with a backend), :meth:`Controller.route`
@@ -14,12 +17,22 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from .aio import run_sync
 from .calls import Backend, BackendFailure, FailureKind, ModelCall, ModelReply
-from .contract import PROPOSAL_SCHEMA, ContractResult, check_proposal, clean_proposal, guard_repair, repair_payload
+from .contract import (
+    MAX_DEPTH,
+    MAX_TOPK,
+    PROPOSAL_SCHEMA,
+    ContractResult,
+    anchor_errors,
+    check_proposal,
+    guard_repair,
+    held_identifiers,
+    repair_payload,
+)
 from .errors import ContractError, DataError, ErrorCode, short_repr
 from .records import (
     NONE,
@@ -35,9 +48,12 @@ from .records import (
     System,
     Terminal,
     final_path_of,
+    new_proposal,
     strict_path_of,
 )
-from .rules import PolicyEngine, Rule
+from .rules import PolicyEngine, Rule, RuleChain, first_match
+from .state import StateViolation
+from .strict_json import exceeds_depth, is_finite_number
 
 #: The contract flags sent with every proposal payload (the published shape).
 CONTRACT_FLAGS = {
@@ -189,6 +205,9 @@ class Outcome:
 
     @property
     def calls(self) -> int:
+        """Model calls made: none when the state failed its schema (checked before the proposal call)."""
+        if self.reason is ReasonCode.FAIL_CLOSED_INVALID_STATE:
+            return 0
         return 1 + self.repair_count
 
 
@@ -207,6 +226,7 @@ class Decision(Outcome):
     object_resolution: ObjectResolution = ObjectResolution.NOT_EVALUATED
     first_output: Any = None
     log: ContractLog | None = None
+    state_errors: tuple[StateViolation, ...] = ()  # why the runtime state failed its schema (fail-closed)
 
     @property
     def hashes(self) -> AssetHashes:
@@ -272,9 +292,51 @@ class Decision(Outcome):
             "fallback": self.fallback,
             "errors": [e.as_dict() for e in self.errors],
             "failure": None if self.failure is None else self.failure.as_dict(),
+            "state_errors": [v.as_dict() for v in self.state_errors],
             "hashes": self.hashes.as_dict(),
             "trace": [{"step": t.step.value, "outcome": t.outcome, "detail": t.detail} for t in self.trace()],
         }
+
+
+_DECISION_FIELDS = ("request_id", "terminal", "action_id", "object_id", "reason", "context", "proposal", "rule",
+                    "object_resolution", "first_output", "log", "state_errors")
+if tuple(f.name for f in fields(Decision)) != _DECISION_FIELDS or hasattr(Decision, "__post_init__"):
+    raise TypeError("Decision's fields changed: update _DECISION_FIELDS and _new_decision")  # pragma: no cover
+(_set_request_id, _set_terminal, _set_action_id, _set_object_id, _set_reason, _set_context, _set_proposal,
+ _set_rule, _set_resolution, _set_first_output, _set_log, _set_state_errors) = (
+    Decision.__dict__[name].__set__ for name in _DECISION_FIELDS)
+
+
+def _new_decision(request_id: str, terminal: Terminal, action_id: str, object_id: str, reason: ReasonCode,
+                  context: DecisionContext, proposal: Proposal, rule: Rule, resolution: ObjectResolution,
+                  first_output: Any, log: ContractLog | None) -> Decision:
+    """``Decision(...)`` of a gate outcome (no state errors) for the hot path: the same record, its slots set
+    directly — the generated frozen ``__init__`` looks up and calls ``object.__setattr__`` once per field, which
+    was most of the cost of building a decision."""
+    d = object.__new__(Decision)
+    _set_request_id(d, request_id)
+    _set_terminal(d, terminal)
+    _set_action_id(d, action_id)
+    _set_object_id(d, object_id)
+    _set_reason(d, reason)
+    _set_context(d, context)
+    _set_proposal(d, proposal)
+    _set_rule(d, rule)
+    _set_resolution(d, resolution)
+    _set_first_output(d, first_output)
+    _set_log(d, log)
+    _set_state_errors(d, ())
+    return d
+
+
+@dataclass(frozen=True, slots=True)
+class _ActionPlan:
+    """What Algorithm 1 needs about one catalog action, compiled once from the frozen assets when a controller is
+    built (never from a request): its object contract and its candidate rules in priority order."""
+
+    requires_object: bool
+    object_types: tuple[str, ...]  # the permitted object types (when an object is required)
+    chain: RuleChain  # the action's rules, first-match order, ending in an unconditional one
 
 
 class OneCallRouter:
@@ -305,8 +367,15 @@ class OneCallRouter:
                      log: ContractLog) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _precheck(self, request: RouteRequest) -> Any:
+        """A decision reached before any model output is read (the controller's state-schema check), or None."""
+        return None
+
     async def aroute(self, request: RouteRequest, backend: Backend) -> Any:
         """The protocol with a live (or simulated, or scripted) backend."""
+        early = self._precheck(request)
+        if early is not None:
+            return early
         payload = self.payload(request)
         first = await ask_backend(backend, ModelCall(request.request_id, self.stage, payload))
         if first.failure is not None:
@@ -314,13 +383,17 @@ class OneCallRouter:
         checked = self.check(first.content, request)
         if checked.ok or not self.repair_enabled:
             return self._accept(request, first.content, checked)
+        held = held_identifiers(first.content)
+        refused = anchor_errors(held)
+        if refused:
+            return self._unanchored(request, first.content, checked, refused)
         call = ModelCall(request.request_id, self.stage.repair_stage,
                          repair_payload(self.stage, first.content, checked.errors, payload, self.schema))
         second = await ask_backend(backend, call)
         if second.failure is not None:
             return self._fail_closed(request, failure_reason(second.failure), first.content,
                                      ContractLog(checked.errors, True, None, (), second.failure))
-        return self._after_repair(request, first.content, checked, second.content)
+        return self._after_repair(request, first.content, checked, second.content, held)
 
     def route(self, request: RouteRequest, backend: Backend) -> Any:
         """Synchronous :meth:`aroute` (also safe inside Jupyter's running event loop)."""
@@ -333,10 +406,19 @@ class OneCallRouter:
         ``repair_output`` the recorded repair output, if there was one.  An invalid first pass with no recorded
         repair fails closed.
         """
+        early = self._precheck(request)
+        if early is not None:
+            return early
         checked = self.check(first_output, request)
-        if checked.ok or not self.repair_enabled or repair_output is NO_REPAIR:
+        if checked.ok or not self.repair_enabled:
             return self._accept(request, first_output, checked)
-        return self._after_repair(request, first_output, checked, repair_output)
+        held = held_identifiers(first_output)
+        refused = anchor_errors(held)
+        if refused:
+            return self._unanchored(request, first_output, checked, refused)
+        if repair_output is NO_REPAIR:
+            return self._accept(request, first_output, checked)
+        return self._after_repair(request, first_output, checked, repair_output, held)
 
     def _accept(self, request: RouteRequest, first_output: Any, checked: Any) -> Any:
         if not checked.ok:
@@ -344,9 +426,16 @@ class OneCallRouter:
                                      ContractLog(checked.errors))
         return self._emit(request, checked, first_output, None)
 
-    def _after_repair(self, request: RouteRequest, first_output: Any, first: Any, repaired_output: Any) -> Any:
+    def _unanchored(self, request: RouteRequest, first_output: Any, checked: Any,
+                    refused: tuple[ContractError, ...]) -> Any:
+        """No repair can be held to the first reply: fail closed without asking for one."""
+        return self._fail_closed(request, ReasonCode.FAIL_CLOSED_REPAIR_UNANCHORED, first_output,
+                                 ContractLog(checked.errors, False, None, refused))
+
+    def _after_repair(self, request: RouteRequest, first_output: Any, first: Any, repaired_output: Any,
+                      held: Any = None) -> Any:
         repaired = self.check(repaired_output, request)
-        changed = guard_repair(first.as_contract(), repaired.as_contract())
+        changed = guard_repair(held if held is not None else first_output, repaired.as_contract())
         if changed or not repaired.ok:
             reason = (ReasonCode.FAIL_CLOSED_REPAIR_CHANGED_PROPOSAL if changed
                       else ReasonCode.FAIL_CLOSED_INVALID_OUTPUT)
@@ -358,7 +447,7 @@ class OneCallRouter:
 class Controller(OneCallRouter):
     """Deterministic pre-response routing over a closed catalog, a rule program and a request's entity list."""
 
-    __slots__ = ("catalog", "policy", "options", "hashes", "_context")
+    __slots__ = ("catalog", "policy", "options", "hashes", "_context", "_gate_schema", "_plans", "_terminal_of")
 
     def __init__(self, catalog: Catalog, policy: PolicyEngine, options: ControllerOptions | None = None, *,
                  registry_sha256: str = "") -> None:
@@ -375,8 +464,13 @@ class Controller(OneCallRouter):
         self.catalog = catalog
         self.policy = policy
         self.options = options
-        self.hashes = AssetHashes(catalog.sha256, policy.sha256, registry_sha256)
+        self.hashes = AssetHashes(catalog.sha256, policy.sha256, registry_sha256, policy.state_schema.sha256)
         self._context = DecisionContext(self.hashes, options)
+        # The state-schema check belongs to the state gate: A-state (enforce_state=False) skips both.
+        self._gate_schema = policy.state_schema if options.enforce_state else None
+        self._plans = {a.action_id: _ActionPlan(a.requires_object, a.required_object_types, policy.chain(a.action_id))
+                       for a in catalog}
+        self._terminal_of = {r.rule_id: Terminal.from_boundary(r.decision) for r in policy.rules}  # what a rule ends in
 
     def with_options(self, **changes: Any) -> Controller:
         """A controller over the same assets with some options changed (e.g. ``enforce_state=False``)."""
@@ -409,41 +503,95 @@ class Controller(OneCallRouter):
         return check_proposal(raw, self.catalog, request.candidate_index)
 
     def decide(self, request: RouteRequest, first_output: Any, repair_output: Any = NO_REPAIR) -> Decision:
-        """Algorithm 1 on stored outputs, without a backend (see :meth:`OneCallRouter.decide`)."""
-        if type(first_output) is dict:  # the common case, in a few lookups
-            proposal = clean_proposal(first_output, self.catalog, request.candidate_index)
-            if proposal is not None:
-                return self._commit(request, proposal, first_output, None)
+        """Algorithm 1 on stored outputs, without a backend (see :meth:`OneCallRouter.decide`).
+
+        The common case — a parsed output that meets the contract as it is — is decided here in one pass over the
+        action's precompiled plan: the contract's clean-case test (accepting exactly what
+        :func:`~routebr_kit.core.contract.check_proposal` accepts), the state-schema check, then :meth:`_commit`.
+        Every other output takes the general protocol.  Both give the same :class:`Decision` (property-tested
+        against a plain reference implementation in ``tests/test_decide_fast_path.py``).  Nothing is cached
+        across calls: every call validates, checks the state and evaluates the rules.
+        """
+        if type(first_output) is dict and self._clean(first_output, request):
+            schema = self._gate_schema  # the state-schema check (skipped under A-state, like the gate)
+            if schema is not None:
+                violations = schema.check(request.state._data)
+                if violations:
+                    return self._invalid_state(request, violations)
+            action_id = first_output["action_id"]
+            proposal = new_proposal(action_id, first_output["object_id"], tuple(first_output["topk"]))
+            return self._commit(request, self._plans[action_id], proposal, first_output, None)
         return super().decide(request, first_output, repair_output)
+
+    def _clean(self, output: dict, request: RouteRequest) -> bool:
+        """The contract's clean case: ``action_id`` a catalog action, ``topk`` one to three unique catalog IDs led
+        by it, ``object_id`` a candidate of a permitted type, ``UNRESOLVED`` or — exactly for an object-free
+        action — ``NONE``, and no extra key nested deeper than the bound.  ``False`` means: take the
+        error-collecting path (which may still accept, e.g. a ``Mapping`` that is not a ``dict``)."""
+        action_id = output.get("action_id")
+        topk = output.get("topk")
+        object_id = output.get("object_id")
+        if type(action_id) is not str or type(topk) is not list or type(object_id) is not str:
+            return False
+        plans = self._plans
+        plan = plans.get(action_id)
+        size = len(topk)
+        if plan is None or size == 0 or size > MAX_TOPK or topk[0] != action_id:
+            return False
+        if size > 1:  # (a one-element topk is the primary action, already checked)
+            for item in topk:
+                if type(item) is not str or item not in plans:
+                    return False
+            if len(set(topk)) != size:
+                return False
+        if len(output) > 3 and exceeds_depth(output, MAX_DEPTH):  # only extra keys can nest (topk is checked)
+            return False
+        if plan.requires_object:
+            if object_id != UNRESOLVED:
+                entity = request._candidates.get(object_id)
+                return entity is not None and entity.object_type in plan.object_types
+            return True
+        return object_id == NONE
+
+    def _precheck(self, request: RouteRequest) -> Decision | None:
+        """The state gate's schema check, before the proposal call: a state that breaks the runtime-state schema
+        ends in the fail-closed terminal (the rule engine is not asked).  Skipped under A-state, like the gate."""
+        if self._gate_schema is None:
+            return None
+        violations = self._gate_schema.check(request.state._data)
+        return self._invalid_state(request, violations) if violations else None
+
+    def _invalid_state(self, request: RouteRequest, violations: tuple[StateViolation, ...]) -> Decision:
+        return Decision(request.request_id, self.options.fallback, NONE, NONE, ReasonCode.FAIL_CLOSED_INVALID_STATE,
+                        self._context, state_errors=violations)
 
     def _emit(self, request: RouteRequest, checked: ContractResult, first_output: Any,
               log: ContractLog | None) -> Decision:
-        return self._commit(request, checked.proposal, first_output, log)  # type: ignore[arg-type]
+        proposal: Proposal = checked.proposal  # type: ignore[assignment]
+        return self._commit(request, self._plans[proposal.action_id], proposal, first_output, log)
 
-    def _commit(self, request: RouteRequest, proposal: Proposal, first_output: Any,
+    def _commit(self, request: RouteRequest, plan: _ActionPlan, proposal: Proposal, first_output: Any,
                 log: ContractLog | None) -> Decision:
-        """Primary commitment, state gate, object gate.  ``proposal.topk[1:]`` is never consulted."""
-        options = self.options
+        """Primary commitment (``plan`` is the primary action's), state gate, object gate.
+        ``proposal.topk[1:]`` is never consulted."""
         action_id, object_id = proposal.action_id, proposal.object_id
-        rule = self.policy.evaluate(action_id, request.state.values)
-        blocked = rule.decision is not Boundary.ALLOW
-        if blocked and options.enforce_state:
-            return Decision(request.request_id, _TERMINAL_OF[rule.decision], action_id, object_id,
-                            ReasonCode.BOUNDARY_TERMINAL, self._context, proposal, rule,
-                            ObjectResolution.NOT_EVALUATED, first_output, log)
-        dispatch_reason = ReasonCode.DISPATCH_STATE_NOT_ENFORCED if blocked else ReasonCode.DISPATCH_OK
-        if not self.catalog.index[action_id].requires_object:
-            terminal, reason, resolution = Terminal.DISPATCH, dispatch_reason, ObjectResolution.NOT_REQUIRED
-        elif not options.enable_grounding:
-            terminal, reason, resolution = (Terminal.CLARIFY, ReasonCode.OBJECT_GROUNDING_DISABLED,
-                                            ObjectResolution.GROUNDING_DISABLED)
+        rule = first_match(plan.chain, request.state._data)  # the state gate: first-match rules on runtime state
+        blocked = rule.decision is not _ALLOW
+        if blocked and self.options.enforce_state:
+            return _new_decision(request.request_id, self._terminal_of[rule.rule_id], action_id, object_id,
+                                 _BOUNDARY_TERMINAL, self._context, proposal, rule, _NOT_EVALUATED, first_output, log)
+        dispatch_reason = _DISPATCH_STATE_NOT_ENFORCED if blocked else _DISPATCH_OK
+        if not plan.requires_object:  # the object gate
+            terminal, reason, resolution = _DISPATCH, dispatch_reason, _NOT_REQUIRED
+        elif not self.options.enable_grounding:
+            terminal, reason, resolution = _CLARIFY, _OBJECT_GROUNDING_DISABLED, _GROUNDING_DISABLED
             object_id = UNRESOLVED
         elif object_id == UNRESOLVED:
-            terminal, reason, resolution = Terminal.CLARIFY, ReasonCode.OBJECT_UNRESOLVED, ObjectResolution.UNRESOLVED
+            terminal, reason, resolution = _CLARIFY, _OBJECT_UNRESOLVED, _UNRESOLVED
         else:
-            terminal, reason, resolution = Terminal.DISPATCH, dispatch_reason, ObjectResolution.RESOLVED
-        return Decision(request.request_id, terminal, action_id, object_id, reason, self._context, proposal, rule,
-                        resolution, first_output, log)
+            terminal, reason, resolution = _DISPATCH, dispatch_reason, _RESOLVED
+        return _new_decision(request.request_id, terminal, action_id, object_id, reason, self._context, proposal,
+                             rule, resolution, first_output, log)
 
     def _fail_closed(self, request: RouteRequest, reason: ReasonCode, first_output: Any,
                      log: ContractLog) -> Decision:
@@ -454,7 +602,15 @@ class Controller(OneCallRouter):
         return f"Controller({len(self.catalog)} actions, {len(self.policy.rules)} rules, {self.options})"
 
 
-_TERMINAL_OF = {b: Terminal.from_boundary(b) for b in Boundary}
+# Enum members as module constants for the hot path (a global lookup instead of a class-attribute lookup).
+_ALLOW = Boundary.ALLOW
+_DISPATCH, _CLARIFY = Terminal.DISPATCH, Terminal.CLARIFY
+_DISPATCH_OK, _DISPATCH_STATE_NOT_ENFORCED = ReasonCode.DISPATCH_OK, ReasonCode.DISPATCH_STATE_NOT_ENFORCED
+_BOUNDARY_TERMINAL, _OBJECT_UNRESOLVED = ReasonCode.BOUNDARY_TERMINAL, ReasonCode.OBJECT_UNRESOLVED
+_OBJECT_GROUNDING_DISABLED = ReasonCode.OBJECT_GROUNDING_DISABLED
+_NOT_EVALUATED, _NOT_REQUIRED = ObjectResolution.NOT_EVALUATED, ObjectResolution.NOT_REQUIRED
+_GROUNDING_DISABLED, _UNRESOLVED, _RESOLVED = (ObjectResolution.GROUNDING_DISABLED, ObjectResolution.UNRESOLVED,
+                                               ObjectResolution.RESOLVED)
 
 
 def failure_reason(failure: BackendFailure) -> ReasonCode:
@@ -475,19 +631,30 @@ async def ask_backend(backend: Backend, call: ModelCall) -> ModelReply:
     return reply
 
 
-def jsonable(value: Any) -> Any:
-    """A JSON-ready copy of a raw model output (mappings, sequences and scalars kept; anything else as repr)."""
-    if value is None or isinstance(value, (str, int, float, bool)):
+def jsonable(value: Any, _depth: int = 0) -> Any:
+    """A JSON-ready copy of a raw model output: mappings, sequences and finite scalars kept; anything else, a
+    non-finite float, or a container nested deeper than :data:`~routebr_kit.core.contract.MAX_DEPTH` levels below
+    the top becomes a bounded repr string.  Never raises, so every record serialises."""
+    if value is None or isinstance(value, (str, bool, int)):
         return value
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    return repr(value)
+    if isinstance(value, float):
+        return value if is_finite_number(value) else repr(value)
+    if isinstance(value, (Mapping, list, tuple)):
+        if _depth >= MAX_DEPTH:
+            return f"<{type(value).__name__} nested deeper than {MAX_DEPTH}>"
+        if isinstance(value, Mapping):
+            return {str(k): jsonable(v, _depth + 1) for k, v in value.items()}
+        return [jsonable(v, _depth + 1) for v in value]
+    return short_repr(value, 1000)
 
 
 def _trace_of(d: Decision) -> tuple[TraceEvent, ...]:
     events: list[TraceEvent] = []
+    if d.state_errors:
+        detail = "; ".join(v.describe() for v in d.state_errors)
+        events.append(TraceEvent(TraceStep.STATE_GATE, "state breaks its schema; rules not evaluated", detail))
+        events.append(TraceEvent(TraceStep.EMIT, d.final_path, d.reason.value))
+        return tuple(events)
     if d.failure is not None and not d.repair_attempted:
         events.append(TraceEvent(TraceStep.PROPOSE, "backend failure", f"{d.failure.kind.value}: {d.failure.message}"))
     else:
@@ -501,6 +668,9 @@ def _trace_of(d: Decision) -> tuple[TraceEvent, ...]:
         else:
             codes = ", ".join(e.code.value for e in d.repair_errors)
             events.append(TraceEvent(TraceStep.REPAIR, "rejected" if d.repair_errors else "accepted", codes))
+    elif d.repair_errors:  # refused before the call: nothing in the first reply to hold a repair to
+        events.append(TraceEvent(TraceStep.REPAIR, "not attempted (unanchored)",
+                                 "; ".join(f"{e.field}: {e.got}" for e in d.repair_errors)))
     if d.proposal is not None:
         rest = list(d.proposal.topk[1:])
         events.append(TraceEvent(TraceStep.COMMIT, d.proposal.action_id,

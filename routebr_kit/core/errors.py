@@ -11,7 +11,10 @@ Two families:
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+from .strict_json import exceeds_depth
 
 
 class ErrorCode(str, enum.Enum):
@@ -37,10 +40,16 @@ class ErrorCode(str, enum.Enum):
     INVALID_CONDITION = "INVALID_CONDITION"
     UNKNOWN_OPERATOR = "UNKNOWN_OPERATOR"
     INVALID_OPERAND = "INVALID_OPERAND"
+    # CSV records
+    FIELD_TOO_LARGE = "FIELD_TOO_LARGE"
     # controller construction
     EMPTY_CATALOG = "EMPTY_CATALOG"
     DISPATCH_FALLBACK = "DISPATCH_FALLBACK"
     INCONSISTENT_ASSETS = "INCONSISTENT_ASSETS"
+    # fetching the published artifact (routebr-kit fetch-artifact)
+    DOWNLOAD_FAILED = "DOWNLOAD_FAILED"
+    CHECKSUM_MISMATCH = "CHECKSUM_MISMATCH"
+    UNSAFE_ARCHIVE = "UNSAFE_ARCHIVE"
 
 
 class KitError(Exception):
@@ -140,6 +149,12 @@ class ContractErrorCode(str, enum.Enum):
     # repair guard (the paper's rule: a repair may not change the semantic choice)
     REPAIR_CHANGED_ACTION = "REPAIR_CHANGED_ACTION"
     REPAIR_CHANGED_OBJECT = "REPAIR_CHANGED_OBJECT"
+    # strict JSON and bounded values (kit additions; see routebr_kit.core.strict_json)
+    DUPLICATE_KEY = "DUPLICATE_KEY"
+    NON_FINITE_NUMBER = "NON_FINITE_NUMBER"
+    NESTING_TOO_DEEP = "NESTING_TOO_DEEP"
+    # the repair cannot be held to the first reply: it exposes no primary action_id, or contradictory ones
+    REPAIR_UNANCHORED = "REPAIR_UNANCHORED"
 
     @property
     def message(self) -> str:
@@ -167,6 +182,10 @@ _CONTRACT_MESSAGES = {
     ContractErrorCode.TERMINAL_BOUNDARY_MISMATCH: "non-ALLOW terminal must equal boundary",
     ContractErrorCode.REPAIR_CHANGED_ACTION: "repair changed the primary action_id",
     ContractErrorCode.REPAIR_CHANGED_OBJECT: "repair changed the object_id",
+    ContractErrorCode.DUPLICATE_KEY: "a key is repeated in one JSON object",
+    ContractErrorCode.NON_FINITE_NUMBER: "NaN and Infinity are not JSON",
+    ContractErrorCode.NESTING_TOO_DEEP: "output nests too deeply",
+    ContractErrorCode.REPAIR_UNANCHORED: "no repair: the output exposes no single primary action_id/object_id",
 }
 
 
@@ -188,8 +207,18 @@ class ContractError:
         return {"code": self.code.value, "field": self.field, "message": self.message, "got": self.got}
 
 
+#: Containers nested deeper than this are not rendered by :func:`short_repr` (``repr`` would recurse).
+REPR_DEPTH = 32
+
+
 def _short(value: object, limit: int = 80) -> str:
-    text = repr(value)
+    """A bounded ``repr``; never raises (deep or self-containing containers and broken ``__repr__`` included)."""
+    if isinstance(value, (Mapping, list, tuple)) and exceeds_depth(value, REPR_DEPTH):
+        return f"<{type(value).__name__} nested deeper than {REPR_DEPTH}>"
+    try:
+        text = repr(value)
+    except Exception as exc:  # noqa: BLE001 - a repr for a record must never end a decision
+        text = f"<{type(value).__name__}: repr failed with {type(exc).__name__}>"
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -97,6 +97,9 @@ class ReasonCode(str, enum.Enum):
     FAIL_CLOSED_BACKEND_ERROR = "FAIL_CLOSED_BACKEND_ERROR"
     FAIL_CLOSED_BACKEND_TIMEOUT = "FAIL_CLOSED_BACKEND_TIMEOUT"
     FAIL_CLOSED_MODEL_IDENTITY = "FAIL_CLOSED_MODEL_IDENTITY"
+    # kit additions (issue 12): no repair can be held to the first reply; the runtime state breaks its schema
+    FAIL_CLOSED_REPAIR_UNANCHORED = "FAIL_CLOSED_REPAIR_UNANCHORED"
+    FAIL_CLOSED_INVALID_STATE = "FAIL_CLOSED_INVALID_STATE"
 
     @property
     def fail_closed(self) -> bool:
@@ -119,6 +122,8 @@ _LEGACY_REASON = {
     ReasonCode.FAIL_CLOSED_BACKEND_ERROR: "FAIL_CLOSED_ROUTEBR",
     ReasonCode.FAIL_CLOSED_BACKEND_TIMEOUT: "FAIL_CLOSED_ROUTEBR",
     ReasonCode.FAIL_CLOSED_MODEL_IDENTITY: "FAIL_CLOSED_ROUTEBR",
+    ReasonCode.FAIL_CLOSED_REPAIR_UNANCHORED: "FAIL_CLOSED_ROUTEBR",
+    ReasonCode.FAIL_CLOSED_INVALID_STATE: "FAIL_CLOSED_ROUTEBR",
 }
 
 
@@ -182,13 +187,17 @@ class Entity:
 
 @dataclass(frozen=True, slots=True)
 class RuntimeState:
-    """Runtime predicates of one request (``runtime_context_json``).  Read-only."""
+    """Runtime predicates of one request (``runtime_context_json``).  Read-only: the values are copied at
+    construction (a proxy over someone else's dict is copied too), so a verdict about them cannot go stale."""
 
     values: Mapping[str, Any]
+    #: The private copy behind ``values`` (the controller's hot path reads a plain dict; nothing writes it).
+    _data: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.values, MappingProxyType):
-            object.__setattr__(self, "values", MappingProxyType(dict(self.values)))
+        data = dict(self.values)
+        object.__setattr__(self, "_data", data)
+        object.__setattr__(self, "values", MappingProxyType(data))
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)
@@ -210,9 +219,13 @@ class RouteRequest:
     state: RuntimeState
     candidates: tuple[Entity, ...]
     candidate_index: Mapping[str, Entity] = field(init=False, repr=False, compare=False)
+    #: The private dict behind ``candidate_index`` (read by the controller's hot path; nothing writes it).
+    _candidates: dict[str, Entity] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "candidate_index", MappingProxyType({e.object_id: e for e in self.candidates}))
+        index = {e.object_id: e for e in self.candidates}
+        object.__setattr__(self, "_candidates", index)
+        object.__setattr__(self, "candidate_index", MappingProxyType(index))
 
     def with_state(self, state: RuntimeState) -> RouteRequest:
         return RouteRequest(self.request_id, self.utterance, self.history, state, self.candidates)
@@ -230,6 +243,21 @@ class Proposal:
         return {"action_id": self.action_id, "object_id": self.object_id, "topk": list(self.topk)}
 
 
+_set_proposal_action = Proposal.__dict__["action_id"].__set__
+_set_proposal_object = Proposal.__dict__["object_id"].__set__
+_set_proposal_topk = Proposal.__dict__["topk"].__set__
+
+
+def new_proposal(action_id: str, object_id: str, topk: tuple[str, ...]) -> Proposal:
+    """``Proposal(action_id, object_id, topk)`` for the controller's hot path: the same record, its three slots
+    set directly (the generated frozen ``__init__`` looks up ``object.__setattr__`` once per field)."""
+    proposal = object.__new__(Proposal)
+    _set_proposal_action(proposal, action_id)
+    _set_proposal_object(proposal, object_id)
+    _set_proposal_topk(proposal, topk)
+    return proposal
+
+
 @dataclass(frozen=True, slots=True)
 class AssetHashes:
     """SHA-256 of the frozen assets a decision was made under."""
@@ -237,9 +265,13 @@ class AssetHashes:
     catalog: str
     rules: str
     registry: str = ""
+    state_schema: str = ""  # set only for a state schema read from a file (the derived one follows the rules)
 
     def as_dict(self) -> dict[str, str]:
-        return {"catalog": self.catalog, "rules": self.rules, "registry": self.registry}
+        out = {"catalog": self.catalog, "rules": self.rules, "registry": self.registry}
+        if self.state_schema:
+            out["state_schema"] = self.state_schema
+        return out
 
 
 def final_path_of(terminal: Terminal, action_id: str) -> str:

@@ -33,6 +33,7 @@ from typing import Any
 from .errors import DataError, ErrorCode
 from .hashing import sha256_json
 from .records import Boundary
+from .state import SCALAR_TYPES, StateField, StateSchema, StateType, describe_types, state_type_of
 
 WILDCARD = "*"
 _MISSING = object()
@@ -282,12 +283,36 @@ def rule(rule_id: str, priority: int, applies_to: Iterable[str] | str, condition
     return Rule(rule_id, priority, targets, Condition.parse(condition), boundary, version, explanation)
 
 
+#: One action's compiled rules: ``(identity pairs, other tests, rule)`` per rule, in evaluation order, the last
+#: one unconditional (see :meth:`Condition.compiled`).
+RuleChain = tuple[tuple[tuple[tuple[str, Any], ...], tuple[Callable[[Mapping[str, Any]], bool], ...], Rule], ...]
+
+
+def first_match(chain: RuleChain, state: Mapping[str, Any]) -> Rule:
+    """First-match evaluation: the first rule of ``chain`` whose condition holds on ``state``."""
+    get = state.get
+    for pairs, tests, r in chain:
+        for key, literal in pairs:
+            if get(key, _MISSING) is not literal:
+                break
+        else:
+            for test in tests:
+                if not test(state):
+                    break
+            else:
+                return r
+    raise AssertionError("unreachable: every chain ends in an unconditional rule")  # pragma: no cover
+
+
 class PolicyEngine:
     """First-match evaluation of a validated rule program against one catalog."""
 
-    __slots__ = ("rules", "sha256", "_by_action", "catalog_ids")
+    __slots__ = ("rules", "sha256", "_by_action", "catalog_ids", "state_schema")
 
-    def __init__(self, rules: Iterable[Rule], catalog_ids: Iterable[str], *, sha256: str | None = None) -> None:
+    def __init__(self, rules: Iterable[Rule], catalog_ids: Iterable[str], *, sha256: str | None = None,
+                 state_schema: StateSchema | None = None) -> None:
+        """``state_schema`` overrides the schema derived from the rules field by field (see
+        :mod:`routebr_kit.core.state`); the rules are validated against the result."""
         rules = list(rules)
         catalog_ids = tuple(catalog_ids)
         if not rules:
@@ -315,7 +340,7 @@ class PolicyEngine:
         self.rules: tuple[Rule, ...] = tuple(sorted(rules, key=lambda r: (r.priority, r.rule_id)))
         self.catalog_ids = catalog_ids
         # Each action's rules up to and including the first unconditional one: evaluation never falls through.
-        by_action: dict[str, tuple[tuple[Any, Any, Rule], ...]] = {}
+        by_action: dict[str, RuleChain] = {}
         for action in catalog_ids:
             chain = []
             for r in self.rules:
@@ -326,6 +351,9 @@ class PolicyEngine:
             by_action[action] = tuple(chain)
         self._by_action = by_action
         self.sha256 = sha256 or sha256_json([r.as_dict() for r in self.rules])
+        if state_schema is not None and not isinstance(state_schema, StateSchema):
+            raise DataError(ErrorCode.WRONG_TYPE, "a StateSchema", got=state_schema, field="state_schema")
+        self.state_schema = derive_state_schema(self.rules, state_schema)
 
     def covers(self, action_ids: Iterable[str]) -> bool:
         """Whether the program was validated against (at least) these catalog actions."""
@@ -333,21 +361,15 @@ class PolicyEngine:
 
     def evaluate(self, action_id: str, state: Mapping[str, Any]) -> Rule:
         """The first rule that applies to ``action_id`` and holds on ``state`` (a mapping of state fields)."""
-        chain = self._by_action.get(action_id)
+        return first_match(self.chain(action_id), state)
+
+    def chain(self, action_id: str) -> RuleChain:
+        """The action's candidate rules in evaluation order, compiled, ending in an unconditional rule (what
+        :func:`first_match` walks; a controller looks it up once per action when it is built)."""
+        chain = self._by_action.get(action_id) if type(action_id) is str else None
         if chain is None:
             raise DataError(ErrorCode.UNKNOWN_ACTION, "a catalog action", got=action_id, field="action_id")
-        get = state.get
-        for pairs, tests, r in chain:
-            for key, literal in pairs:
-                if get(key, _MISSING) is not literal:
-                    break
-            else:
-                for test in tests:
-                    if not test(state):
-                        break
-                else:
-                    return r
-        raise AssertionError("unreachable: every chain ends in an unconditional rule")  # pragma: no cover
+        return chain
 
     def matching(self, action_id: str, state: Mapping[str, Any]) -> tuple[Rule, ...]:
         """Every rule that applies and holds, in evaluation order (the first one wins)."""
@@ -365,9 +387,72 @@ class PolicyEngine:
             names |= r.condition.fields()
         return names
 
+    def check_state(self, state: Mapping[str, Any]):
+        """The state-schema violations of ``state`` (``()`` when it is valid)."""
+        return self.state_schema.check(state)
+
     @property
     def versions(self) -> tuple[str, ...]:
         return tuple(sorted({r.version for r in self.rules}))
 
     def __repr__(self) -> str:
         return f"PolicyEngine({len(self.rules)} rules, sha256={self.sha256[:12]})"
+
+
+# --------------------------------------------------------------------------------------------- state schema
+
+
+def _literals(p: Predicate) -> tuple[Any, ...]:
+    if p.op is Operator.EXISTS or p.other_field is not None:
+        return ()
+    return tuple(p.operand) if p.op in (Operator.IN, Operator.NOT_IN) else (p.operand,)
+
+
+def derive_state_schema(rules: Iterable[Rule], overrides: StateSchema | None = None) -> StateSchema:
+    """The runtime-state schema of a rule program (see :mod:`routebr_kit.core.state`), with ``overrides``' fields
+    replacing the derived ones; every rule is then checked against the result.  Raises a :class:`DataError`
+    (``detail`` = ``rule <id>``, field ``condition_json``) for a field compared with literals of two non-null
+    types (unless ``overrides`` declares it) or with a literal the schema does not admit."""
+    rules = tuple(rules)
+    declared = overrides.index if overrides is not None else {}
+    types: dict[str, set[StateType]] = {}
+    optional: set[str] = set()
+    for r in rules:
+        for p in r.condition.predicates:
+            for name in (p.key, p.other_field):
+                if name is not None:
+                    types.setdefault(name, set())
+            if p.op is Operator.EXISTS:
+                optional.add(p.key)
+            for literal in _literals(p):
+                kinds = types[p.key]
+                kinds.add(state_type_of(literal))  # rule literals are JSON scalars: never None here
+                if p.key not in declared and len(kinds - {StateType.NULL}) > 1:
+                    raise DataError(ErrorCode.INVALID_OPERAND,
+                                    "one JSON type per state field across the rule program (or a state-schema "
+                                    "file declaring several)", got=literal, field="condition_json",
+                                    detail=f"rule {r.rule_id}")
+    derived = StateSchema(tuple(StateField(name, frozenset(kinds) or SCALAR_TYPES, name not in optional)
+                                for name, kinds in sorted(types.items()) if name not in declared))
+    schema = derived if overrides is None else derived.merged(overrides)
+    index = schema.index
+    for r in rules:
+        for p in r.condition.predicates:
+            spec = index[p.key]
+            if p.other_field is not None:
+                other = index[p.other_field]
+                if not spec.types & other.types:
+                    raise DataError(ErrorCode.INVALID_OPERAND, f"a field sharing a type with {p.key!r} "
+                                    f"({describe_types(spec.types)})", got=p.other_field, field="condition_json",
+                                    detail=f"rule {r.rule_id}")
+                continue
+            for literal in _literals(p):
+                ordering = p.op in _ORDERING
+                ok = (state_type_of(literal) in spec.types) if ordering else spec.admits(literal)
+                if not ok:
+                    allowed = "" if spec.allowed is None else f" among {list(spec.allowed)}"
+                    raise DataError(ErrorCode.INVALID_OPERAND,
+                                    f"a literal the state schema admits for {p.key!r} "
+                                    f"({describe_types(spec.types)}{allowed})", got=literal,
+                                    field="condition_json", detail=f"rule {r.rule_id}")
+    return schema

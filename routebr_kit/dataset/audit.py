@@ -14,7 +14,9 @@ gold rule IDs equal what the kit's controller computes for the gold proposal on 
 (:mod:`~routebr_kit.dataset.labels`: a ``CLARIFY`` from the object gate carries the default rule); the gold
 object is a candidate of a type the action accepts, and matches the difficulty (``UNRESOLVED`` exactly for
 CONFLICTING/UNDERSPECIFIED, ``NONE`` exactly for object-free actions); ``scenario_cell`` repeats the gold
-fields; runtime states carry every boolean predicate the rules read; candidates match the registry; references
+fields; runtime states satisfy the runtime-state schema (``STATE_SCHEMA``, one finding per state naming every
+violating field: derived from the rules — every field a rule tests, of its literals' type — or given by a
+state-schema file, see :mod:`routebr_kit.core.state`); candidates match the registry; references
 fit their difficulty under exact closed-list matching (:mod:`~routebr_kit.dataset.references`); cue families are
 known; FLIP pairs share their candidates and differ in exactly one predicate; the paper's composition holds for
 the file's kind.  Two kit findings are *warnings* (reported, exit status unaffected): cue evidence that is not a
@@ -29,7 +31,6 @@ be disjoint and their rows identical to the full file's rows.
 from __future__ import annotations
 
 import enum
-import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -42,7 +43,8 @@ from ..core.controller import Controller
 from ..core.errors import DataError
 from ..core.records import NONE, UNRESOLVED, Boundary, Catalog, Registry, Terminal, final_path_of
 from ..core.rules import PolicyEngine
-from ..store.assets import CsvTable, load_catalog, load_registry, load_rules, read_csv
+from ..core.strict_json import StrictJsonError, strict_loads
+from ..store.assets import CsvTable, load_catalog, load_registry, load_rules, load_state_schema, read_csv
 from ..store.cases import CASE_COLUMNS, CASE_REQUIRED_VALUES, Case, ObjectDifficulty, Split, load_cases
 from .composition import (
     ACTION_TOTALS,
@@ -117,7 +119,7 @@ class AuditCode(str, enum.Enum):
     REGISTRY_FIELD = "REGISTRY_FIELD"
     REGISTRY_NAME_OVERLAP = "REGISTRY_NAME_OVERLAP"
     CASES_UNLOADABLE = "CASES_UNLOADABLE"
-    STATE_PREDICATE = "STATE_PREDICATE"
+    STATE_SCHEMA = "STATE_SCHEMA"  # the runtime state breaks the runtime-state schema (the controller fails closed)
     GOLD_OBJECT_DIFFICULTY = "GOLD_OBJECT_DIFFICULTY"
     GOLD_OBJECT_NOT_CANDIDATE = "GOLD_OBJECT_NOT_CANDIDATE"
     GOLD_OBJECT_TYPE = "GOLD_OBJECT_TYPE"
@@ -254,19 +256,21 @@ class AuditSet:
 
 
 def audit_cases(cases: str | Path, catalog: str | Path, rules: str | Path, entities: str | Path | None = None, *,
-                kind: FileKind | str = "auto") -> AuditReport:
-    """Audit one cases file against its catalog, rules and (optionally) entity registry.  Never writes."""
+                kind: FileKind | str = "auto", state_schema: str | Path | None = None) -> AuditReport:
+    """Audit one cases file against its catalog, rules (and runtime-state schema: derived from them, or
+    ``state_schema``'s file overriding) and (optionally) entity registry.  Never writes."""
     cat = load_catalog(catalog)
-    policy = load_rules(rules, cat)
+    policy = load_rules(rules, cat, load_state_schema(state_schema) if state_schema is not None else None)
     registry = load_registry(entities) if entities is not None else None
     table = read_csv(cases, CASE_COLUMNS)
     return _Audit(table, cat, policy, registry, kind).run()
 
 
 def audit_files(paths: Sequence[str | Path], catalog: str | Path, rules: str | Path,
-                entities: str | Path | None = None, *, kind: FileKind | str = "auto") -> AuditSet:
+                entities: str | Path | None = None, *, kind: FileKind | str = "auto",
+                state_schema: str | Path | None = None) -> AuditSet:
     """Audit several cases files (e.g. the 600 file and its SELECT/CONFIRM subsets) and relate them."""
-    reports = tuple(audit_cases(p, catalog, rules, entities, kind=kind) for p in paths)
+    reports = tuple(audit_cases(p, catalog, rules, entities, kind=kind, state_schema=state_schema) for p in paths)
     return AuditSet(reports, tuple(_cross_findings(paths, reports)))
 
 
@@ -388,8 +392,8 @@ class _Audit:
         for name in JSON_FIELDS:
             if text := raw[name].strip():
                 try:
-                    parsed[name] = json.loads(text)
-                except ValueError as exc:
+                    parsed[name] = strict_loads(text)
+                except StrictJsonError as exc:  # the published check, strict: no NaN, no repeated keys
                     self.add(AuditCode.INVALID_JSON, subject, f"{name}: {exc}", line)
         return _RawCase(line, subject, split if split in Split.__members__ else None, raw, parsed)
 
@@ -476,25 +480,24 @@ class _Audit:
             self.add(AuditCode.CASES_UNLOADABLE, Path(self.table.path).name, f"kit checks skipped: {exc}")
             return None
         controller = Controller(self.catalog, self.policy)
-        fields = sorted(self.policy.state_fields())
         for case in cases:
-            self._case(case, controller, fields)
+            self._case(case, controller)
         by_id = {c.case_id: c for c in cases}
         for pair_id, members in self._pairs.items():
             if len(members) == 2:
                 self._flip_kit(pair_id, by_id[members[0].case_id], by_id[members[1].case_id])
         return cases
 
-    def _case(self, case: Case, controller: Controller, fields: list[str]) -> None:
+    def _case(self, case: Case, controller: Controller) -> None:
         g = case.gold
 
         def add(code: AuditCode, detail: str) -> None:
             self.add(code, case.case_id, detail, case.line)
 
-        state = case.request.state.values
-        bad = [f for f in fields if type(state.get(f)) is not bool]
+        bad = self.policy.state_schema.check(case.request.state.values)
         if bad:
-            add(AuditCode.STATE_PREDICATE, f"runtime context lacks boolean {bad}")
+            add(AuditCode.STATE_SCHEMA, "runtime state breaks the state schema (the controller fails closed): "
+                + "; ".join(v.describe() for v in bad))
         if g.action not in self.catalog:
             return
         expected_path = final_path_of(Terminal.from_boundary(g.boundary), g.action)

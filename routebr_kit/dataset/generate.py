@@ -42,8 +42,8 @@ from .realize import CANDIDATE_ATTRIBUTES, Realizer, RequestSide
 from .templates_en import PACK as EN_PACK
 from .templates_zh import PACK as ZH_PACK
 
-#: The kit's data directory in a source checkout (catalog, rules, registries).
-KIT_DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+#: The kit's own assets (catalog, rules, registries), shipped as package data so a non-editable install has them.
+KIT_DATA_DIR = Path(__file__).resolve().parents[1] / "resources"
 PACKS: Mapping[Language, LanguagePack] = MappingProxyType({Language.EN: EN_PACK, Language.ZH: ZH_PACK})
 
 CASES_FILE = "routebr_600.csv"
@@ -72,7 +72,7 @@ class BenchmarkConfig:
     seed: int = 0
     language: Language = Language.EN
     decouple_entity_state: bool = False
-    data_dir: Path | None = None  # default: the kit's data/
+    data_dir: Path | None = None  # default: KIT_DATA_DIR (routebr_kit/resources/)
 
     def __post_init__(self) -> None:
         if type(self.seed) is not int or self.seed < 0:

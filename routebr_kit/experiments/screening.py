@@ -28,19 +28,21 @@ from typing import Any
 import pandas as pd
 
 from ..backends.profiles import PROFILE_LABELS, missing_api_keys
-from ..backends.registry import LEXICAL, SIM_PREFIX, make_backend
+from ..backends.registry import LEXICAL, SIM_PREFIX, make_backend, published_prompts_path
 from ..backends.simulated import SimulatedBackend
 from ..core.aio import run_sync
 from ..core.errors import DataError, ErrorCode
 from ..core.records import System
+from ..dataset import generate_benchmark, write_benchmark
 from ..evaluation.metrics import Scores, score
 from ..evaluation.tables import fmt_count, fmt_pct, screening_table
+from ..prompts import Protocol
 from ..runs.runner import CaseRecorder, run_cases
-from ..store.artifact import Artifact
+from ..store.artifact import SELECT, Artifact
 from ..store.assets import Assets, assets_beside
 from ..store.cases import Case, Split, load_cases
 from ..store.ledger import MANIFEST, PredictionRow, prediction_from_decision
-from .sources import Source
+from .sources import Source, resolve_source
 
 #: Calibration tolerances of the simulated profiles against the published screening.
 PATH_TOLERANCE_POINTS = 2.0
@@ -56,22 +58,31 @@ class ScreeningConfig:
     profiles: tuple[str, ...]
     split: str  # "ALL" (MAIN+FLIP+ENTITY) or one split
     cases_path: Path
-    artifact_dir: Path
+    artifact_dir: Path | None  # None: no published artifact found (no comparison with the published screening)
     out_dir: Path
     seed: int = 0
     include_lexical: bool = True
     profiles_path: Path | None = None  # live: the profiles file (default: the artifact's api_profiles.json)
     concurrency: int = 8
+    banner: str = ""  # Markdown: which source was chosen (``auto`` resolved) and how to switch
+    protocol: Protocol = Protocol.KIT  # live profiles: the kit's request protocol or the published one
+    prompts_path: Path | None = None  # the published protocol's prompts.json (ARTIFACT/experiments/prompts.json)
 
     @classmethod
-    def from_parameters(cls, *, source: str, profiles: Sequence[str], split: str, cases_path: str | Path,
-                        artifact_dir: str | Path, out_dir: str | Path, seed: int = 0, include_lexical: bool = True,
-                        profiles_path: str | Path | None = None, concurrency: int = 8) -> ScreeningConfig:
-        try:
-            chosen = Source(source)
-        except ValueError:
-            raise DataError(ErrorCode.UNKNOWN_ENUM, "one of " + ", ".join(s.value for s in Source),
-                            got=source, field="source") from None
+    def from_parameters(cls, *, source: str = "auto", profiles: Sequence[str], split: str,
+                        cases_path: str | Path = "", artifact_dir: str | Path = "", out_dir: str | Path,
+                        seed: int = 0, include_lexical: bool = True, profiles_path: str | Path | None = None,
+                        concurrency: int = 8, protocol: str = "kit") -> ScreeningConfig:
+        """``cases_path`` empty: the artifact's SELECT-160 when an artifact is found, else the SELECT-160 of the
+        kit's own benchmark (English, generated from ``seed`` into ``out_dir/benchmarks``)."""
+        chosen, found, banner = resolve_source(source, artifact_dir)
+        chosen_protocol = Protocol.parse(protocol)
+        prompts = None
+        if chosen_protocol is Protocol.PUBLISHED:
+            if chosen is Source.SIMULATED:
+                raise DataError(ErrorCode.INVALID_VALUE, "source 'live' (or 'artifact') with protocol 'published': a "
+                                "simulated run sends no request", got=chosen.value, field="protocol")
+            prompts = published_prompts_path(found)
         if isinstance(profiles, str) or not profiles or not all(isinstance(p, str) and p for p in profiles):
             raise DataError(ErrorCode.INVALID_VALUE, "a non-empty list of profile names", got=profiles,
                             field="profiles")
@@ -87,12 +98,34 @@ class ScreeningConfig:
         if type(concurrency) is not int or concurrency < 1:
             raise DataError(ErrorCode.INVALID_VALUE, "a positive integer concurrency", got=concurrency,
                             field="concurrency")
-        return cls(chosen, tuple(profiles), split, Path(cases_path), Path(artifact_dir), Path(out_dir), seed,
-                   bool(include_lexical), Path(profiles_path) if profiles_path else None, concurrency)
+        if cases_path:
+            cases = Path(cases_path)
+        elif found is not None:
+            cases = Artifact(found).cases_path(SELECT)
+        else:
+            cases = kit_select_cases(Path(out_dir), seed)
+        return cls(chosen, tuple(profiles), split, cases, found, Path(out_dir), seed,
+                   bool(include_lexical), Path(profiles_path) if profiles_path else None, concurrency, banner,
+                   chosen_protocol, prompts)
 
     @property
     def live_profiles_path(self) -> Path:
-        return self.profiles_path or self.artifact_dir / "experiments" / "api_profiles.json"
+        if self.profiles_path is not None:
+            return self.profiles_path
+        if self.artifact_dir is None:
+            raise DataError(ErrorCode.EMPTY_VALUE, "profiles_path for a live screening without a published artifact "
+                            "(whose experiments/api_profiles.json is the default)", field="profiles_path")
+        return self.artifact_dir / "experiments" / "api_profiles.json"
+
+
+def kit_select_cases(out_dir: Path, seed: int) -> Path:
+    """The SELECT-160 file of the kit's English benchmark of ``seed`` under ``out_dir/benchmarks`` (written once;
+    generation is deterministic, so an existing copy is the same bytes)."""
+    folder = out_dir / "benchmarks" / f"en-{seed}"
+    target = folder / "routebr_select_160.csv"
+    if not target.exists():
+        write_benchmark(generate_benchmark(seed, "en"), folder)
+    return target
 
 
 @dataclass(frozen=True)
@@ -164,18 +197,25 @@ def run_screening(config: ScreeningConfig, *, assets: Assets | None = None, prog
     live = config.source is Source.LIVE
     for spec in specs:
         name = LEXICAL if spec == LEXICAL else label(spec, config.source)
-        run_dir = config.out_dir / "runs" / f"seed-{config.seed}" / spec.replace(":", "-")
+        published = live and spec != LEXICAL and config.protocol is Protocol.PUBLISHED  # lexical sends no request
+        run_dir = (config.out_dir / "runs" / f"seed-{config.seed}"
+                   / (spec.replace(":", "-") + ("-published" if published else "")))
         runs[name] = run_backend(spec, cases, assets, run_dir, seed=config.seed, cases_path=config.cases_path,
                                  profiles_path=config.live_profiles_path if live else None,
-                                 concurrency=config.concurrency, progress=progress)
+                                 concurrency=config.concurrency, progress=progress,
+                                 protocol=Protocol.PUBLISHED if published else Protocol.KIT,
+                                 prompts_path=config.prompts_path if published else None)
         dirs[name] = run_dir
     return Screening(config, by_id, runs, run_dirs=dirs)
 
 
 def run_backend(spec: str, cases: Sequence[Case], assets: Assets, run_dir: str | Path, *, seed: int = 0,
                 cases_path: str | Path | None = None, profiles_path: str | Path | None = None,
-                concurrency: int = 8, progress: bool = False) -> tuple[PredictionRow, ...]:
+                concurrency: int = 8, progress: bool = False, protocol: Protocol | str = Protocol.KIT,
+                prompts_path: str | Path | None = None) -> tuple[PredictionRow, ...]:
     """RouteBR over ``cases`` with the backend ``spec`` names, through the runner into ``run_dir``.
+
+    ``protocol`` and ``prompts_path`` choose what a live profile sends (see :func:`make_backend`).
 
     Offline backends (``sim:<profile>``, ``local:lexical``) are cheap and route deterministically, so a previous
     run in ``run_dir`` is replaced; a live profile resumes it instead (no paid call is ever repeated).
@@ -184,7 +224,8 @@ def run_backend(spec: str, cases: Sequence[Case], assets: Assets, run_dir: str |
     run_dir = Path(run_dir)
     if offline and (run_dir / MANIFEST).exists():
         shutil.rmtree(run_dir)
-    backend = make_backend(spec, cases=cases, catalog=assets.catalog, seed=seed, profiles_path=profiles_path)
+    backend = make_backend(spec, cases=cases, catalog=assets.catalog, seed=seed, profiles_path=profiles_path,
+                           protocol=protocol, prompts_path=prompts_path)
     result = run_cases(cases, backend, system=System.ROUTEBR, assets=assets, out_dir=run_dir,
                        concurrency=concurrency, resume=not offline, progress=progress, cases_path=cases_path)
     return result.rows
@@ -262,24 +303,42 @@ def _comparison(name: str, sim: Scores, pub: Scores) -> dict[str, Any]:
     }
 
 
-def seed_sweep(config: ScreeningConfig, seeds: Iterable[int], published: Mapping[str, Sequence[PredictionRow]], *,
-               assets: Assets | None = None) -> pd.DataFrame:
-    """The simulated profiles over several seeds: per profile, the spread of contract %, FD, FB and median latency
-    against the published run, and the share of seeds whose run meets every calibration tolerance.
+def seed_scores(config: ScreeningConfig, seeds: Iterable[int],
+                published: Mapping[str, Sequence[PredictionRow]] | None = None, *,
+                assets: Assets | None = None) -> pd.DataFrame:
+    """One row per simulated profile and seed: contract %, FD, FB and median latency of that seed's draw.
 
-    Rows come from :func:`simulated_rows` (no run directories), so a sweep of many seeds stays fast.
+    With ``published`` (display name → published rows of the same cases) each row also carries the published
+    values and whether the draw meets every calibration tolerance (as :func:`compare_with_published`).  Rows come
+    from :func:`simulated_rows` (no run directories), so many seeds stay fast.
     """
     cases = screening_cases(config.cases_path, config.split)
     by_id = {c.case_id: c for c in cases}
     assets = assets or assets_beside(config.cases_path)
     records = []
-    for profile in config.profiles:
+    for profile in (p for p in config.profiles if p in PROFILE_LABELS):  # a live-only profile has no error model
         name = PROFILE_LABELS[profile]
-        theirs = score(published[name], by_id)
+        theirs = score(published[name], by_id) if published is not None else None
         for seed in seeds:
             mine = score(simulated_rows(profile, cases, assets, seed=seed), by_id)
-            records.append({**_comparison(name, mine, theirs), "seed": seed})
-    frame = pd.DataFrame(records)
+            if theirs is not None:
+                records.append({**_comparison(name, mine, theirs), "seed": seed})
+            else:
+                records.append({"backend": name, "seed": seed,
+                                "contract % (sim)": round(100 * mine.contract_exact.rate, 1),
+                                "FD (sim)": mine.false_dispatch.hits, "FB (sim)": mine.false_block.hits,
+                                "median ms (sim)": round(mine.latency_ms_median)})
+    return pd.DataFrame(records)
+
+
+def seed_sweep(config: ScreeningConfig, seeds: Iterable[int], published: Mapping[str, Sequence[PredictionRow]], *,
+               assets: Assets | None = None, per_seed: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The simulated profiles over several seeds: per profile, the spread of contract %, FD, FB and median latency
+    against the published run, and the share of seeds whose run meets every calibration tolerance.
+
+    ``per_seed``: the :func:`seed_scores` of the same seeds with ``published`` (computed here when omitted).
+    """
+    frame = per_seed if per_seed is not None else seed_scores(config, seeds, published, assets=assets)
     grouped = frame.groupby("backend", sort=False)
     return pd.DataFrame({
         "seeds": grouped.size(),
@@ -331,4 +390,4 @@ def screening_figure(screening: Screening) -> Any:
 __all__ = ["COUNT_TOLERANCE", "PATH_TOLERANCE_POINTS", "Screening", "ScreeningConfig", "Source",
            "compare_with_published", "held_out_table", "label", "missing_api_keys", "published_runs", "run_backend",
            "run_screening",
-           "screening_cases", "screening_figure", "seed_sweep", "simulated_rows"]
+           "screening_cases", "screening_figure", "seed_scores", "seed_sweep", "simulated_rows"]

@@ -2,6 +2,8 @@
 
 One :class:`StudyConfig` (built from a notebook's literal parameters) says where the ledgers come from:
 
+* ``auto`` (the notebooks' default) — ``artifact`` when a published artifact is found, else ``simulated``
+  (:func:`~routebr_kit.experiments.sources.resolve_source`; :attr:`StudyConfig.banner` says which);
 * ``artifact`` — the published CONFIRM predictions (DeepSeek V4 Pro; A-state and A-ground as published);
 * ``simulated`` — a ``sim:<profile>`` backend (or ``local:lexical``) run through the runner on a CONFIRM cases
   file — by default the kit's own benchmark, generated from ``seed`` and ``language`` — with A-state and A-ground
@@ -21,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.profiles import missing_api_keys
-from ..backends.registry import DEFAULT_PROFILES, make_backend
+from ..backends.registry import DEFAULT_PROFILES, make_backend, published_prompts_path
 from ..core.errors import DataError, ErrorCode
 from ..core.records import System
 from ..dataset import generate_benchmark, write_benchmark
 from ..evaluation.tables import SYSTEM_LABELS
+from ..prompts import Protocol
 from ..runs.runner import derive_interventions, run_cases
 from ..store.artifact import CONFIRM, Artifact
 from ..store.assets import Assets, assets_beside
@@ -33,7 +36,7 @@ from ..store.cases import Case, Split, load_cases
 from ..store.ledger import PredictionRow
 from ..systems.variants import Variant, variant_controller
 from .ablations import replay_decisions
-from .sources import Source
+from .sources import Source, parse_source, resolve_source
 
 #: Every (system, split) ledger the research questions use.
 RUNS = (
@@ -58,30 +61,41 @@ class StudyConfig:
     language: str = "en"
     decouple_entity_state: bool = False
     profiles_path: Path | None = None
+    banner: str = ""  # Markdown: which source was chosen (``auto`` resolved) and how to switch
+    protocol: Protocol = Protocol.KIT  # live runs: the kit's request protocol or the published one
+    prompts_path: Path | None = None  # the published protocol's prompts.json (ARTIFACT/experiments/prompts.json)
 
     @classmethod
-    def from_parameters(cls, *, source: str, cases_path: str = "", artifact_dir: str = "",
+    def from_parameters(cls, *, source: str = "auto", cases_path: str = "", artifact_dir: str = "",
                         profile: str = "sim:deepseek_v4_primary", seed: int = 0, language: str = "en",
                         decouple_entity_state: bool = False, out_dir: str = ".", runs_dir: str = "",
-                        profiles_path: str = "") -> StudyConfig:
-        try:
-            chosen = Source(source)
-        except ValueError:
-            raise DataError(ErrorCode.UNKNOWN_ENUM, "one of " + ", ".join(s.value for s in Source), got=source,
-                            field="source") from None
+                        profiles_path: str = "", protocol: str = "kit") -> StudyConfig:
+        requested = parse_source(source)
+        chosen_protocol = Protocol.parse(protocol)
         if type(seed) is not int:
             raise DataError(ErrorCode.WRONG_TYPE, "an integer seed", got=seed, field="seed")
-        if chosen is Source.ARTIFACT and not artifact_dir:
-            raise DataError(ErrorCode.EMPTY_VALUE, "artifact_dir for source 'artifact'", field="artifact_dir")
+        if requested is Source.ARTIFACT and cases_path:
+            raise DataError(ErrorCode.INVALID_VALUE, "no cases_path with source 'artifact' (it reads the published "
+                            "CONFIRM-320; use source 'simulated' or 'live' for other cases)", got=cases_path,
+                            field="cases_path")
+        # auto with a cases file of one's own means "run on these cases": the simulation, never the artifact
+        chosen, found, banner = resolve_source(
+            Source.SIMULATED if requested is Source.AUTO and cases_path else requested, artifact_dir)
         if language not in ("en", "zh"):
             raise DataError(ErrorCode.UNKNOWN_ENUM, "en or zh", got=language, field="language")
         if chosen is Source.SIMULATED and not (profile.startswith("sim:") or profile == "local:lexical"):
             raise DataError(ErrorCode.INVALID_VALUE, "a sim:<profile> or local:lexical backend", got=profile,
                             field="profile")
+        prompts = None
+        if chosen_protocol is Protocol.PUBLISHED:
+            if chosen is Source.SIMULATED:
+                raise DataError(ErrorCode.INVALID_VALUE, "source 'live' (or 'artifact') with protocol 'published': a "
+                                "simulated run sends no request", got=chosen.value, field="protocol")
+            prompts = published_prompts_path(found)
         runs = Path(runs_dir) if runs_dir else Path(out_dir) / "runs"
-        return cls(chosen, Path(cases_path) if cases_path else None, Path(artifact_dir) if artifact_dir else None,
+        return cls(chosen, Path(cases_path) if cases_path else None, found,
                    profile, seed, runs, language, bool(decouple_entity_state),
-                   Path(profiles_path) if profiles_path else None)
+                   Path(profiles_path) if profiles_path else None, banner, chosen_protocol, prompts)
 
     @property
     def label(self) -> str:
@@ -185,10 +199,12 @@ def _from_runs(config: StudyConfig, runs: Sequence[tuple[System, Split]], *, pro
         missing = missing_api_keys([config.profile], config.profiles_path or _default_profiles())
         if missing:
             return Study(config, assets, cases, {}, missing_env=missing)
-    backend_kwargs: dict[str, Any] = {"cases": list(cases.values()), "catalog": assets.catalog, "seed": config.seed}
+    backend_kwargs: dict[str, Any] = {"cases": list(cases.values()), "catalog": assets.catalog, "seed": config.seed,
+                                      "protocol": config.protocol, "prompts_path": config.prompts_path}
     if config.profiles_path is not None:
         backend_kwargs["profiles_path"] = config.profiles_path
-    root = config.runs_dir / config.profile.replace(":", "-") / f"seed-{config.seed}" / cases_path.parent.name
+    backend_dir = config.profile.replace(":", "-") + ("" if config.protocol is Protocol.KIT else "-published")
+    root = config.runs_dir / backend_dir / f"seed-{config.seed}" / cases_path.parent.name
     if config.profile == "local:lexical":  # a proposer, not a router: it answers RouteBR's stage only
         runs = [(system, split) for system, split in runs if system.uses_controller]
     ledgers, receipts = {}, {}

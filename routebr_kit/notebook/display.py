@@ -17,8 +17,9 @@ def setup() -> None:
     pd.set_option("display.width", 160)
     pd.set_option("display.max_colwidth", 90)
     pd.set_option("display.max_columns", 30)
-    warnings.filterwarnings("ignore", category=FutureWarning)
-    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    # Only known third-party noise, scoped to the module that raises it; the kit's own warnings stay visible.
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"seaborn\.")
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"(jupyter_client|zmq|ipykernel)\.")
     warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm without ipywidgets: bars are off
     import seaborn as sns
 

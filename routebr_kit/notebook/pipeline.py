@@ -13,19 +13,36 @@ A run is described by a parameters file (``params/*.yaml``)::
       globals: {source: artifact}
       notebooks: {02_backend_screening: {cases_path: "{artifact}/data/routebr_select_160.csv"}}
 
-String values may name ``{run}`` (the run's output folder) and ``{artifact}`` (the ``--artifact`` folder), so one
-notebook can read what an earlier one wrote (e.g. the benchmark notebook 01 generates).
+String values may name ``{run}`` (the run's output folder), ``{artifact}`` (the RouteBR artifact in use) and
+``{metaroute_artifact}`` (a ``metaroute_artifact`` folder beside it, else empty), so one notebook can read what an
+earlier one wrote (e.g. the benchmark notebook 01 generates).
+
+**The artifact is used whenever it is found** (:func:`choose_artifact`): an explicit ``--artifact``, then
+``$ROUTEBR_ARTIFACT``, the conventional folder ``artifacts/routebr/`` (where ``routebr-kit fetch-artifact`` puts
+it) and the sibling checkout ``../shared/routebr_artifact``; ``--no-artifact`` runs offline on purpose.  The
+manifest records which artifact was used and how it was found.
+
+**Nothing runs until everything is checked** (:func:`prepare`): the artifact, every notebook's parameters and every
+input path they name (relative paths resolve against ``notebooks/``; paths inside the run must be written by an
+earlier notebook of the plan) — before the first notebook starts and before the output folder is created.  An
+existing, non-empty output folder is refused unless ``resume``: then the notebooks that already succeeded with
+the same parameters are kept and the rest run (a run's manifest is rewritten after every notebook, so even a
+killed run can be resumed).
 
 Each notebook runs with ``cwd = notebooks/`` and writes to ``outputs/<run_id>/<notebook>/`` (its executed copy,
 ``tables/``, ``figures/``, ``captions.json``).  The run writes ``manifest.json`` (parameters, input hashes, kit
 version, git commit, per-notebook durations and status) and ``README.md`` linking every table and figure with its
-caption.  A failing notebook stops the run with a non-zero exit and keeps the partial output notebook.
+caption.  A failing notebook stops the run with a non-zero exit and keeps the partial output notebook.  The
+kernels' own stderr (ipykernel's transport warning, its shutdown messages) goes to ``kernel.log``, papermill's log
+to ``pipeline.log``.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import logging
+import os
 import platform
 import subprocess
 import time
@@ -38,7 +55,8 @@ from typing import Any
 from .. import __version__
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file
-from ..store.artifact import Artifact
+from ..dataset.generate import KIT_DATA_DIR
+from ..store.artifact import ARTIFACT_ENV, Artifact, artifact_candidates, find_artifact, is_artifact_dir
 from ..store.files import read_yaml
 from .outputs import CAPTIONS
 
@@ -100,7 +118,7 @@ class RunPlan:
                    tuple(jobs), dict(raw.get("with_artifact") or {}))
 
     def parameters_for(self, job: NotebookJob, declared: Sequence[str], artifact: str | None,
-                       run_dir: Path) -> dict[str, Any]:
+                       run_dir: Path, *, metaroute_artifact: str | None = None) -> dict[str, Any]:
         """Globals the notebook declares, then its own parameters; artifact overlays last; templates filled."""
         values: dict[str, Any] = {k: v for k, v in self.globals.items() if k in declared}
         values.update(job.parameters)
@@ -116,61 +134,251 @@ class RunPlan:
         if undeclared:
             raise DataError(ErrorCode.UNKNOWN_REFERENCE, f"parameters declared by notebook {job.name}",
                             file=self.source, got=undeclared)
-        fill = {"run": str(run_dir), "artifact": artifact or ""}
-        return {k: v.format_map(fill) if isinstance(v, str) and "{" in v else v for k, v in values.items()}
+        fill = {"run": str(run_dir), "artifact": artifact or "", "metaroute_artifact": metaroute_artifact or ""}
+        filled = {}
+        for key, value in values.items():
+            try:
+                filled[key] = value.format_map(fill) if isinstance(value, str) and "{" in value else value
+            except (KeyError, ValueError, IndexError) as exc:
+                raise DataError(ErrorCode.UNKNOWN_REFERENCE, "templates {run}, {artifact}, {metaroute_artifact}",
+                                file=self.source, field=f"{job.name}.{key}", got=value, detail=str(exc)) from None
+        return filled
 
 
 @dataclass
 class NotebookResult:
     name: str
-    status: str  # "ok" | "failed" | "skipped"
+    status: str  # "ok" | "failed" | "skipped" | "pending"
     seconds: float
     parameters: dict[str, Any]
     error: str = ""
+    resumed: bool = False  # kept from the run being resumed, not executed again
 
 
-def run(plan: RunPlan, out: Path, *, artifact: str | Path | None = None, progress: bool = True) -> int:
-    """Execute the plan into ``out``; returns the exit status (0 when every notebook succeeded)."""
+@dataclass(frozen=True)
+class ArtifactChoice:
+    """The RouteBR artifact a run uses (``path`` is ``None`` when it runs offline) and how it was found."""
+
+    path: Path | None
+    how: str
+    metaroute: Path | None = None  # a ``metaroute_artifact`` folder beside it, when there is one
+
+
+def choose_artifact(explicit: str | Path | None = None, *, discover: bool = True) -> ArtifactChoice:
+    """The artifact for a run: ``explicit`` (must be an artifact), else the first one found, else none.
+
+    A ``$ROUTEBR_ARTIFACT`` that does not name an artifact is an error, not a silent fall-back to the simulation.
+    """
+    if explicit:
+        path = find_artifact(explicit)  # raises FILE_NOT_FOUND naming the path when it is not an artifact
+        return _with_metaroute(ArtifactChoice(path, "explicit path (--artifact)"))
+    if not discover:
+        return ArtifactChoice(None, "not used (--no-artifact)")
+    named = os.environ.get(ARTIFACT_ENV)
+    if named and not is_artifact_dir(named):
+        raise DataError(ErrorCode.FILE_NOT_FOUND, "an artifact directory with data/ and experiments/results/",
+                        file=named, field=f"${ARTIFACT_ENV}")
+    for how, path in artifact_candidates():
+        if is_artifact_dir(path):
+            return _with_metaroute(ArtifactChoice(path.resolve(), how))
+    looked = ", ".join(sorted({str(p) for _, p in artifact_candidates()}))
+    return ArtifactChoice(None, f"none found (looked in {looked}; routebr-kit fetch-artifact installs it)")
+
+
+def _with_metaroute(choice: ArtifactChoice) -> ArtifactChoice:
+    beside = choice.path.parent / "metaroute_artifact" if choice.path is not None else None
+    return ArtifactChoice(choice.path, choice.how, beside if beside is not None and beside.is_dir() else None)
+
+
+#: Parameters named ``*_path`` / ``*_dir`` are input paths, except these outputs.
+OUTPUT_PARAMETERS = frozenset({"out_dir", "runs_dir"})
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A checked run: where it goes, the artifact, every job's final parameters, and what a resume keeps."""
+
+    plan: RunPlan
+    out: Path
+    artifact: ArtifactChoice
+    jobs: tuple[tuple[NotebookJob, dict[str, Any] | None], ...]  # parameters None: skipped (needs the artifact)
+    kept: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # resumed: name -> its manifest entry
+    resume: bool = False
+
+
+def prepare(plan: RunPlan, out: str | Path, *, artifact: ArtifactChoice | None = None,
+            resume: bool = False) -> PreparedRun:
+    """Check everything a run needs before anything is written (see the module docstring)."""
+    out = Path(out).resolve()
+    choice = artifact if artifact is not None else choose_artifact()
+    art = str(choice.path) if choice.path is not None else None
+    meta = str(choice.metaroute) if choice.metaroute is not None else None
+    jobs: list[tuple[NotebookJob, dict[str, Any] | None]] = []
+    earlier: set[str] = set()
+    for job in plan.jobs:
+        if job.requires_artifact and art is None:
+            jobs.append((job, None))
+            continue
+        parameters = plan.parameters_for(job, declared_parameters(job.path), art, out, metaroute_artifact=meta)
+        _check_input_paths(plan, job, parameters, out, earlier)
+        jobs.append((job, parameters))
+        earlier.add(job.name)
+    kept = _resumable(plan, out, choice, jobs) if resume else {}
+    if not resume and out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise DataError(ErrorCode.INVALID_VALUE, "an output folder that does not exist yet or is empty "
+                        "(or --resume to continue the run in it)", file=str(out), field="--out")
+    return PreparedRun(plan, out, choice, tuple(jobs), kept, resume)
+
+
+def declared_parameters(notebook: Path) -> list[str]:
+    """Names assigned in the notebook's ``parameters``-tagged cell (read without starting papermill)."""
+    try:
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        source = next(("".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells
+                       if "parameters" in (c.get("metadata") or {}).get("tags", [])), "")
+        tree = ast.parse(source)
+    except (OSError, ValueError, KeyError, TypeError, SyntaxError) as exc:
+        raise DataError(ErrorCode.FILE_UNREADABLE, "a notebook with a parameters cell of literals",
+                        file=str(notebook), detail=str(exc)) from None
+    names: list[str] = []
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, ast.AnnAssign) else []
+        names += [t.id for t in targets if isinstance(t, ast.Name) and t.id not in names]
+    return names
+
+
+def _check_input_paths(plan: RunPlan, job: NotebookJob, parameters: Mapping[str, Any], out: Path,
+                       earlier: set[str]) -> None:
+    for key, value in parameters.items():
+        if key in OUTPUT_PARAMETERS or not key.endswith(("_path", "_dir")) or not isinstance(value, str) \
+                or not value:
+            continue
+        path = Path(value) if Path(value).is_absolute() else NOTEBOOKS / value
+        path = Path(os.path.normpath(path))
+        if path.is_relative_to(out):
+            producer = path.relative_to(out).parts[:1]
+            if not producer or producer[0] not in earlier:
+                raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a path inside the run written by an earlier notebook "
+                                "of the plan", file=plan.source, field=f"{job.name}.{key}", got=value)
+            continue
+        if not path.exists():
+            raise DataError(ErrorCode.FILE_NOT_FOUND, f"an existing path for parameter {key} of {job.name}",
+                            file=str(path), field=key, detail=f"set by {plan.source}")
+
+
+def _resumable(plan: RunPlan, out: Path, choice: ArtifactChoice,
+               jobs: Sequence[tuple[NotebookJob, dict[str, Any] | None]]) -> dict[str, Mapping[str, Any]]:
+    """The notebooks of the run in ``out`` that succeeded with the same parameters (an empty folder: none)."""
+    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return {}
+    manifest_path = out / "manifest.json"
+    if not manifest_path.is_file():
+        raise DataError(ErrorCode.FILE_NOT_FOUND, "a run folder written by reproduce (manifest.json) to resume",
+                        file=str(manifest_path), field="--resume")
+    try:
+        previous = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DataError(ErrorCode.INVALID_JSON, "the run's manifest.json", file=str(manifest_path),
+                        detail=str(exc)) from None
+    if not isinstance(previous, dict):
+        raise DataError(ErrorCode.WRONG_TYPE, "a JSON object", file=str(manifest_path), got=type(previous).__name__)
+    artifact = str(choice.path) if choice.path is not None else None
+    for key, now in (("params_name", plan.name), ("artifact", artifact)):
+        if previous.get(key) != now:
+            raise DataError(ErrorCode.INCONSISTENT_ASSETS, "the same parameters file and artifact as the run "
+                            "being resumed", file=str(manifest_path), field=key, got=previous.get(key),
+                            detail=f"now {now!r}")
+    before = {n.get("name"): n for n in previous.get("notebooks") or [] if isinstance(n, dict)}
+    kept = {}
+    for job, parameters in jobs:
+        entry = before.get(job.name)
+        if parameters is not None and entry is not None and entry.get("status") == "ok" \
+                and entry.get("parameters") == parameters and (out / job.name / f"{job.name}.ipynb").is_file():
+            kept[job.name] = entry
+    return kept
+
+
+def run(plan: RunPlan, out: Path, *, artifact: str | Path | ArtifactChoice | None = None, discover: bool = False,
+        resume: bool = False, progress: bool = True) -> int:
+    """Check, then execute the plan into ``out``; returns the exit status (0 when every notebook succeeded).
+
+    ``artifact``: a path (must be an artifact) or a :func:`choose_artifact` result; with ``discover`` and no
+    ``artifact`` the first artifact found is used.  Every check of :func:`prepare` happens before ``out`` exists.
+    """
+    if isinstance(artifact, ArtifactChoice):
+        choice = artifact
+    else:
+        choice = choose_artifact(artifact, discover=discover)
+    return execute(prepare(plan, out, artifact=choice, resume=resume), progress=progress)
+
+
+def execute(prepared: PreparedRun, *, progress: bool = True) -> int:
+    """Run a :class:`PreparedRun`: every notebook in order, the manifest and index rewritten after each one."""
     import papermill as pm
     from tqdm.auto import tqdm
 
-    out = out.resolve()
+    plan, out = prepared.plan, prepared.out
     out.mkdir(parents=True, exist_ok=True)
-    artifact = str(Path(artifact).resolve()) if artifact is not None else None
-    _configure_logging(out / "pipeline.log")
-    results: list[NotebookResult] = []
+    _configure_logging(out / "pipeline.log", append=prepared.resume)
+    results: list[NotebookResult] = [NotebookResult(job.name, "pending", 0.0, parameters or {})
+                                     for job, parameters in prepared.jobs]
     started = time.perf_counter()
     status = 0
-    jobs = tqdm(plan.jobs, desc=f"reproduce {plan.name}", unit="notebook", disable=not progress)
-    for job in jobs:
-        jobs.set_postfix_str(job.name)
-        if job.requires_artifact and artifact is None:
-            results.append(NotebookResult(job.name, "skipped", 0.0, {}, "needs --artifact"))
-            continue
-        target = out / job.name
-        target.mkdir(parents=True, exist_ok=True)
-        declared = list(pm.inspect_notebook(str(job.path)))
-        parameters = plan.parameters_for(job, declared, artifact, out)
-        t0 = time.perf_counter()
-        try:
-            pm.execute_notebook(str(job.path), str(target / f"{job.name}.ipynb"), parameters=parameters,
-                                kernel_name="python3", cwd=str(NOTEBOOKS), progress_bar=False, log_output=True,
-                                execution_timeout=plan.cell_timeout, start_timeout=120)
-        except Exception as exc:  # noqa: BLE001 - papermill raises several types; all stop the run
-            results.append(NotebookResult(job.name, "failed", time.perf_counter() - t0, parameters,
-                                          f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"))
-            log.error("notebook %s failed; partial output kept in %s", job.name, target)
-            status = 1
-            break
-        results.append(NotebookResult(job.name, "ok", time.perf_counter() - t0, parameters))
-    total = time.perf_counter() - started
-    _write_manifest(out, plan, artifact, results, total)
-    _write_index(out, plan, results)
+    _write_manifest(out, prepared, results, 0.0, "running")
+    with open(out / "kernel.log", "a", encoding="utf-8") as kernel_log:
+        manager = _quiet_kernel_manager(kernel_log)
+        jobs = tqdm(list(enumerate(prepared.jobs)), desc=f"reproduce {plan.name}", unit="notebook",
+                    disable=not progress)
+        for i, (job, parameters) in jobs:
+            jobs.set_postfix_str(job.name)
+            if parameters is None:
+                results[i] = NotebookResult(job.name, "skipped", 0.0, {}, "needs the RouteBR artifact (none used)")
+                continue
+            if job.name in prepared.kept:
+                entry = prepared.kept[job.name]
+                results[i] = NotebookResult(job.name, "ok", float(entry.get("seconds") or 0.0), parameters,
+                                            resumed=True)
+                continue
+            target = out / job.name
+            target.mkdir(parents=True, exist_ok=True)
+            t0 = time.perf_counter()
+            try:
+                pm.execute_notebook(str(job.path), str(target / f"{job.name}.ipynb"), parameters=parameters,
+                                    kernel_name="python3", cwd=str(NOTEBOOKS), progress_bar=False, log_output=True,
+                                    execution_timeout=plan.cell_timeout, start_timeout=120,
+                                    kernel_manager_class=manager)
+            except Exception as exc:  # noqa: BLE001 - papermill raises several types; all stop the run
+                results[i] = NotebookResult(job.name, "failed", time.perf_counter() - t0, parameters,
+                                            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+                log.error("notebook %s failed; partial output kept in %s", job.name, target)
+                status = 1
+                break
+            finally:
+                kernel_log.flush()
+            results[i] = NotebookResult(job.name, "ok", time.perf_counter() - t0, parameters)
+            _write_manifest(out, prepared, results, time.perf_counter() - started, "running")
+            _write_index(out, plan, results)
+    done = [r for r in results if r.status != "pending"]
+    _write_manifest(out, prepared, done, time.perf_counter() - started, "complete" if status == 0 else "failed")
+    _write_index(out, plan, done)
     return status
 
 
-def _configure_logging(path: Path) -> None:
-    handler = logging.FileHandler(path, mode="w", encoding="utf-8")
+def _quiet_kernel_manager(sink: Any) -> type:
+    """A kernel manager whose kernels write their own stderr (transport warning, shutdown messages) to ``sink``."""
+    from jupyter_client import AsyncKernelManager
+
+    class QuietKernelManager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            kw["stderr"] = sink
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    return QuietKernelManager
+
+
+def _configure_logging(path: Path, *, append: bool = False) -> None:
+    handler = logging.FileHandler(path, mode="a" if append else "w", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     for name in ("papermill", "routebr_kit"):
         logger = logging.getLogger(name)
@@ -188,21 +396,27 @@ def _git_commit() -> str:
 
 
 def _input_hashes(plan: RunPlan, artifact: str | None) -> dict[str, str]:
-    files = [Path(plan.source), *sorted((REPO / "data").glob("*.csv")), *sorted(NOTEBOOKS.glob("*.ipynb"))]
+    files = [Path(plan.source), *sorted(KIT_DATA_DIR.glob("*.csv")), *sorted(NOTEBOOKS.glob("*.ipynb"))]
     hashes = {str(p.relative_to(REPO) if p.is_relative_to(REPO) else p): sha256_file(p) for p in files}
     if artifact is not None:
         hashes.update({f"artifact/data/{k}": v for k, v in Artifact(artifact).input_hashes().items()})
     return hashes
 
 
-def _write_manifest(out: Path, plan: RunPlan, artifact: str | None, results: list[NotebookResult],
-                    total: float) -> None:
-
+def _write_manifest(out: Path, prepared: PreparedRun, results: list[NotebookResult], total: float,
+                    status: str) -> None:
+    """``manifest.json``, replaced atomically (written before the first notebook and after every one)."""
+    plan, choice = prepared.plan, prepared.artifact
+    artifact = str(choice.path) if choice.path is not None else None
     manifest = {
         "run": out.name,
+        "status": status,  # running | complete | failed
         "params_file": plan.source,
         "params_name": plan.name,
         "artifact": artifact,
+        "artifact_found_by": choice.how,
+        "metaroute_artifact": str(choice.metaroute) if choice.metaroute is not None else None,
+        "resumed": prepared.resume and bool(prepared.kept),
         "finished_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "kit_version": __version__,
         "git_commit": _git_commit(),
@@ -210,22 +424,31 @@ def _write_manifest(out: Path, plan: RunPlan, artifact: str | None, results: lis
         "input_hashes": _input_hashes(plan, artifact),
         "total_seconds": round(total, 1),
         "notebooks": [{"name": r.name, "status": r.status, "seconds": round(r.seconds, 1),
-                       "parameters": r.parameters, **({"error": r.error} if r.error else {})} for r in results],
+                       "parameters": r.parameters, **({"error": r.error} if r.error else {}),
+                       **({"resumed": True} if r.resumed else {})} for r in results],
     }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
+    partial = out / ".manifest.json.tmp"
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, out / "manifest.json")
 
 
 def _write_index(out: Path, plan: RunPlan, results: list[NotebookResult]) -> None:
     lines = [f"# Run `{out.name}`", "", f"Parameters: `{Path(plan.source).name}`. "
-             "Machine-readable record: [`manifest.json`](manifest.json).", ""]
+             "Machine-readable record: [`manifest.json`](manifest.json) (it also says which artifact was used and "
+             "how it was found). Logs: [`pipeline.log`](pipeline.log), [`kernel.log`](kernel.log).", ""]
     for r in results:
         head = f"## {r.name} — {r.status}"
         lines += [head, ""]
         if r.status == "skipped":
             lines += [f"Skipped ({r.error}).", ""]
             continue
+        if r.status == "pending":
+            lines += ["Not run yet.", ""]
+            continue
         lines += [f"Executed notebook: [`{r.name}/{r.name}.ipynb`]({r.name}/{r.name}.ipynb)"
-                  + (f" — failed: `{r.error}`" if r.error else ""), ""]
+                  + (f" — failed: `{r.error}`" if r.error else "")
+                  + (" (kept from the run being resumed)" if r.resumed else ""), ""]
         captions = out / r.name / CAPTIONS
         entries = json.loads(captions.read_text(encoding="utf-8")) if captions.exists() else []
         for kind, title in (("table", "Tables"), ("figure", "Figures")):

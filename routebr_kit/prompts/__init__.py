@@ -3,6 +3,8 @@
 Each file holds the four stage instructions of the paper's §6 structure (``ROUTEBR``, ``B1_DIRECT``,
 ``B2_DIRECT_GUARD``, ``REPAIR``) as lists of lines, the output schema of each answering stage, and the line that
 restates the target schema to the repair model.  ``{output_schema}`` in a text is replaced by the stage's schema.
+These are the texts of the ``kit`` request protocol; the ``published`` protocol's texts are read from the published
+artifact's ``experiments/prompts.json`` at run time (:mod:`routebr_kit.prompts.published`).
 Standard library only.
 """
 
@@ -19,6 +21,7 @@ from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_bytes
 from ..core.records import Stage
 from ..store.cases import Language
+from .published import Protocol, PublishedPrompts, load_published_prompts
 
 PROMPT_DIR = Path(__file__).resolve().parent
 PROMPT_KEYS = ("ROUTEBR", "B1_DIRECT", "B2_DIRECT_GUARD", "REPAIR")
@@ -39,6 +42,11 @@ class PromptSet:
     output_schemas: Mapping[str, str]
     repair_target: str
     sha256: str
+
+    @property
+    def protocol(self) -> Protocol:
+        """The kit's own texts belong to the kit protocol (the published texts: :class:`PublishedPrompts`)."""
+        return Protocol.KIT
 
     def instruction(self, stage: Stage) -> str:
         """The system message of a stage; a ``REPAIR_<STAGE>`` gets the repair text plus its target schema."""
@@ -120,5 +128,5 @@ def _lines(stages: Mapping[str, Any], key: str, file: str) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["ANSWERING_STAGES", "Language", "PROMPT_KEYS", "PromptSet", "detect_language", "load_prompts",
-           "prompt_path"]
+__all__ = ["ANSWERING_STAGES", "Language", "PROMPT_KEYS", "PromptSet", "Protocol", "PublishedPrompts",
+           "detect_language", "load_prompts", "load_published_prompts", "prompt_path"]

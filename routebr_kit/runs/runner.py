@@ -12,6 +12,10 @@ interventions (live) or the two baselines over a sequence of cases and write a r
   loses no committed case and ``resume=True`` runs only the rest, after checking that the manifest's inputs
   (system, repeat, backend, case IDs, every hash) are unchanged.  When every case is done, ``predictions.csv`` is
   rewritten in case order, so identical inputs give byte-identical files whatever the completion order.
+* **Any reply is recordable**: replies are redacted of secrets as they arrive (:func:`redact_reply`, before the
+  controller reads them) and receipts go through :mod:`routebr_kit.store.redact`, so whatever a server sends —
+  lone surrogates, ``NaN``, deep nesting, an echoed API key — the case ends in a committed row and a receipt the
+  strict reader loads, and no secret reaches a file.
 * **Replay misses**: a ``CACHE_MISS`` reply (replay-only cache, replay backend) stops the run with
   :class:`~routebr_kit.backends.cache.CacheMissError` before the case is written: a missing recording is not a
   model outcome, so it must not become a fail-closed row.  Committed cases stay; ``resume`` continues later.
@@ -23,6 +27,7 @@ interventions (live) or the two baselines over a sequence of cases and write a r
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,14 +40,17 @@ from .. import __version__
 from ..backends.cache import CacheMissError
 from ..core.aio import run_sync
 from ..core.calls import Backend, FailureKind, ModelCall, ModelReply
-from ..core.controller import ControllerOptions, Decision, ask_backend, jsonable
+from ..core.controller import ControllerOptions, Decision, ask_backend
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file, sha256_json
 from ..core.records import System, Terminal
+from ..prompts.published import Protocol, protocol_of
 from ..store.assets import Assets
 from ..store.cases import Case, Split
 from ..store.ledger import PredictionRow, RunLedger, prediction_from_decision, source_sha256
+from ..store.redact import SECRETS, Redactor, redact_value, register_backend_secrets
 from ..systems.baselines import DirectBaseline, DirectDecision, prediction_from_direct, rule_citation
+from .leakage import leak_summary
 from .replay import replay_rows
 
 KIT_DIR = Path(__file__).resolve().parents[1]
@@ -52,7 +60,7 @@ SYSTEM_NAMES = {"routebr": System.ROUTEBR, "b1": System.B1_DIRECT, "b2": System.
                 "a_state": System.A_STATE, "a_ground": System.A_GROUND,
                 **{s.value: s for s in System}}
 #: Manifest fields that must be unchanged for ``resume``.
-RESUME_KEYS = ("system", "repeat_id", "backend", "case_ids", "hashes", "options")
+RESUME_KEYS = ("system", "repeat_id", "backend", "case_ids", "hashes", "options", "protocol")
 
 
 def parse_system(name: System | str) -> System:
@@ -145,7 +153,7 @@ class CaseRecorder:
         self.exchanges: list[_Exchange] = []
 
     async def complete(self, call: ModelCall) -> ModelReply:
-        reply = await ask_backend(self._backend, call)
+        reply = redact_reply(await ask_backend(self._backend, call), SECRETS.redactor())
         self.exchanges.append(_Exchange(call, reply))
         return reply
 
@@ -161,6 +169,28 @@ class CaseRecorder:
                 "latency_ms": round(sum(r.latency_ms for r in replies), 3)}
 
 
+def redact_reply(reply: ModelReply, redactor: Redactor) -> ModelReply:
+    """``reply`` with every secret removed from its content, reported model and failure message.
+
+    Done as the reply arrives, before the controller reads it, so the live decision is the one a replay of the
+    (redacted) receipt reaches.  Non-string content is rebuilt (JSON-ready) only when a secret occurs in it.
+    """
+    if not redactor.secrets:
+        return reply
+    content = reply.content
+    if isinstance(content, str):
+        content = redactor.text(content)
+    elif content is not None and any(secret in repr(content) for secret in redactor.secrets):
+        content = redactor.value(content)
+    failure = reply.failure
+    if failure is not None:
+        failure = dataclasses.replace(failure, message=redactor.text(failure.message))
+    model = redactor.text(reply.model) if isinstance(reply.model, str) else reply.model
+    if (content, failure, model) == (reply.content, reply.failure, reply.model):
+        return reply
+    return dataclasses.replace(reply, content=content, failure=failure, model=model)
+
+
 # --------------------------------------------------------------------------------------------- entry points
 
 
@@ -172,9 +202,12 @@ async def arun_cases(cases: Sequence[Case], backend: Backend, *, system: System 
     system = parse_system(system)
     if type(concurrency) is not int or concurrency < 1:
         raise DataError(ErrorCode.INVALID_VALUE, "a concurrency of at least 1", got=concurrency, field="concurrency")
-    engine = _engine(system, assets, fallback)
+    register_backend_secrets(backend)  # before anything is written: the manifest, receipts, cache entries
+    protocol = protocol_of(backend)  # the backend's request protocol also selects the B1/B2 acceptance rule
+    engine = _engine(system, assets, fallback, protocol)
     described = describe_backend(backend)
     manifest = _manifest(system, repeat_id, cases, assets, described, _options(engine), cases_path)
+    manifest["protocol"] = protocol.value
     manifest["execution"] = {"concurrency": concurrency, "rpm": rpm}
     live = rate_limited(backend, RateLimiter(rpm)) if rpm is not None else backend
 
@@ -286,7 +319,7 @@ async def _run(cases: Sequence[Case], one: Callable[[Case], Awaitable[tuple[dict
     done: dict[str, PredictionRow] = {}
     if ledger.exists():
         if not resume:
-            raise DataError(ErrorCode.INVALID_VALUE, "an output directory without a run (or resume=True)",
+            raise DataError(ErrorCode.INVALID_VALUE, "an output directory without a run (or --resume to continue it)",
                             file=str(ledger.dir))
         if ledger.manifest_path.exists():
             _check_resumable(ledger, manifest)
@@ -326,8 +359,12 @@ async def _run(cases: Sequence[Case], one: Callable[[Case], Awaitable[tuple[dict
         bar.close()
     rows = tuple((done.get(case_id) or fresh[case_id]) for case_id in order)
     ledger.finalize(rows)
-    summary = _run_summary(rows, lambda case_id: receipts.get(case_id) or ledger.receipt(case_id), system)
-    manifest = {**manifest, "status": "complete", "summary": summary}
+    receipt_of = lambda case_id: receipts.get(case_id) or ledger.receipt(case_id)  # noqa: E731
+    summary = _run_summary(rows, receipt_of, system)
+    by_id = {c.case_id: c for c in cases}
+    leaks = leak_summary((by_id[row.case_id], receipt_of(row.case_id)) for row in rows)
+    manifest = {**manifest, "status": "complete", "summary": summary,
+                "gold_fields_passed_to_model": leaks["passed_to_model"], "gold_leak_check": leaks}
     ledger.write_manifest(manifest)
     return RunResult(ledger.dir, system, rows, manifest, len(fresh), len(done), decisions)
 
@@ -338,10 +375,10 @@ def _first(group: BaseExceptionGroup) -> BaseException:
     return group  # pragma: no cover - an empty group cannot be raised
 
 
-def _engine(system: System, assets: Assets, fallback: Terminal) -> Any:
-    if system.uses_controller:
+def _engine(system: System, assets: Assets, fallback: Terminal, protocol: Protocol = Protocol.KIT) -> Any:
+    if system.uses_controller:  # the published RouteBR acceptance equals the kit's (property-tested)
         return assets.controller(ControllerOptions.for_system(system, fallback=fallback))
-    return DirectBaseline.for_system(system, assets.catalog, assets.policy, fallback=fallback)
+    return DirectBaseline.for_system(system, assets.catalog, assets.policy, fallback=fallback, protocol=protocol)
 
 
 def _options(engine: Any) -> dict[str, Any]:
@@ -368,6 +405,8 @@ def _manifest(system: System, repeat_id: str, cases: Sequence[Case], assets: Ass
         "cases_file": sha256_file(cases_path) if cases_path is not None else None,
         "catalog": assets.catalog.sha256,
         "rules": assets.policy.sha256,
+        # the runtime-state schema: a file's hash, or None when it is derived from the rules (hashed above)
+        "state_schema": assets.policy.state_schema.sha256 or None,
         "registry": assets.registry.sha256 if assets.registry is not None else None,
         "prompts": (backend.get("prompts") or {}).get("sha256"),
         "profile": (backend.get("profile") or {}).get("sha256"),
@@ -385,7 +424,7 @@ def _manifest(system: System, repeat_id: str, cases: Sequence[Case], assets: Ass
         "backend_detail": dict(backend),
         "options": dict(options),
         "hashes": hashes,
-        "gold_fields_passed_to_model": False,
+        "gold_fields_passed_to_model": None,  # computed from the recorded request bodies when the run completes
         "case_ids": [c.case_id for c in cases],
     }
 
@@ -427,7 +466,7 @@ def _receipt(case: Case, system: System, repeat_id: str, backend: str, exchanges
         "repeat_id": repeat_id,
         "backend": backend,
         "calls": [{"stage": x.call.stage.value,
-                   "request_body": jsonable(x.reply.extra.get("request_body", {"payload": x.call.payload}))}
+                   "request_body": redact_value(x.reply.extra.get("request_body", {"payload": x.call.payload}))}
                   for x in exchanges],
         "responses": responses,
         "reported_models": sorted({x.reply.model for x in exchanges if x.reply.model}),
@@ -442,9 +481,9 @@ def _response_entry(x: _Exchange) -> dict[str, Any]:
         "stage": x.call.stage.value,
         "requested_model": extra.get("requested_model"),
         "reported_model": reply.model,
-        "usage": jsonable(extra.get("usage") or {"prompt_tokens": reply.prompt_tokens,
-                                                   "completion_tokens": reply.completion_tokens}),
-        "content": jsonable(reply.content),
+        "usage": redact_value(extra.get("usage") or {"prompt_tokens": reply.prompt_tokens,
+                                                       "completion_tokens": reply.completion_tokens}),
+        "content": redact_value(reply.content),
         "latency_ms": round(reply.latency_ms, 3),
         "retries": [dict(event) for event in reply.retries],
         "cache": extra.get("cache"),
@@ -452,7 +491,7 @@ def _response_entry(x: _Exchange) -> dict[str, Any]:
     }
     for key in ("system_fingerprint", "finish_reason", "simulated"):
         if key in extra:
-            entry[key] = jsonable(extra[key])
+            entry[key] = redact_value(extra[key])
     return entry
 
 

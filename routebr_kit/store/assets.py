@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
-import json
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,8 @@ from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_bytes
 from ..core.records import Boundary, Catalog, CatalogAction, Entity, Registry
 from ..core.rules import PolicyEngine, Rule, rule
+from ..core.state import StateSchema
+from ..core.strict_json import JsonIssue, StrictJsonError, strict_loads
 
 E = TypeVar("E")
 
@@ -45,8 +47,13 @@ class CsvTable:
     sha256: str
 
 
-def read_csv(path: str | Path, required: Sequence[str]) -> CsvTable:
-    """Read a UTF-8 CSV (BOM and CRLF tolerated), checking the header and the shape of every record."""
+def read_csv(path: str | Path, required: Sequence[str], *, multiline: Sequence[str] = ()) -> CsvTable:
+    """Read a UTF-8 CSV (BOM and CRLF tolerated), checking the header and the shape of every record.
+
+    Strict: a repeated header column, a stray or unterminated quote (``strict`` dialect), a line break inside a
+    field (what an unterminated quote that swallows the following rows looks like; only the ``multiline``
+    columns may hold one) and a field over :data:`MAX_FIELD` characters are located :class:`DataError` s.
+    """
     name = str(path)
     try:
         data = Path(path).read_bytes()
@@ -58,18 +65,26 @@ def read_csv(path: str | Path, required: Sequence[str]) -> CsvTable:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DataError(ErrorCode.FILE_UNREADABLE, "UTF-8 text", file=name, detail=str(exc)) from None
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    header_cells: list[str] = []
     try:
-        header = next(reader)
+        header_cells = next(reader)
     except StopIteration:
         raise DataError(ErrorCode.EMPTY_FILE, "a header line", file=name, line=1) from None
     except csv.Error as exc:
-        raise DataError(ErrorCode.ROW_SHAPE, "well-formed CSV", file=name, line=1, detail=str(exc)) from None
-    header = [h.strip() for h in header]
+        raise _csv_error(exc, text, name, 1, ()) from None
+    header = [h.strip() for h in header_cells]
+    seen: dict[str, int] = {}
+    for index, column in enumerate(header):
+        if column in seen:
+            raise DataError(ErrorCode.DUPLICATE_ID, "unique column names", file=name, line=1, field=column,
+                            detail=f"columns {seen[column] + 1} and {index + 1}")
+        seen[column] = index
     for column in required:
         if column not in header:
             raise DataError(ErrorCode.MISSING_COLUMN, f"a column named {column!r}", file=name, line=1,
                             field=column, got=header)
+    spanning = [i for i, h in enumerate(header) if h not in multiline]
     rows = []
     start = reader.line_num + 1
     try:
@@ -80,10 +95,67 @@ def read_csv(path: str | Path, required: Sequence[str]) -> CsvTable:
             if len(record) != len(header):
                 raise DataError(ErrorCode.ROW_SHAPE, f"{len(header)} fields", file=name, line=line,
                                 got=f"{len(record)} fields")
+            if start - line > 1:  # the record spans several physical lines
+                broken = next((i for i in spanning if "\n" in record[i] or "\r" in record[i]), None)
+                if broken is not None:
+                    raise DataError(ErrorCode.ROW_SHAPE, "a field on one line (an unterminated quote swallows the "
+                                    "lines after it)", file=name, line=line, field=header[broken],
+                                    got=record[broken][:60])
             rows.append((line, MappingProxyType(dict(zip(header, record)))))
     except csv.Error as exc:
-        raise DataError(ErrorCode.ROW_SHAPE, "well-formed CSV", file=name, line=start, detail=str(exc)) from None
+        raise _csv_error(exc, text, name, start, header) from None
     return CsvTable(name, tuple(header), tuple(rows), sha256_bytes(data))
+
+
+#: The ``csv`` module's field-size limit (kept: a larger field is an error, located by :func:`_csv_error`).
+MAX_FIELD = csv.field_size_limit()
+
+
+def _csv_error(exc: csv.Error, text: str, file: str, line: int, header: Sequence[str]) -> DataError:
+    """A located DataError for a ``csv.Error`` raised in the record starting on ``line``."""
+    message = str(exc)
+    if "field larger than field limit" in message:
+        index = _oversized_field(text, line)
+        column = (header[index] if index is not None and index < len(header)
+                  else f"column {index + 1}" if index is not None else None)
+        return DataError(ErrorCode.FIELD_TOO_LARGE, f"at most {MAX_FIELD:,} characters per field", file=file,
+                         line=line, field=column)
+    if "unexpected end of data" in message:
+        return DataError(ErrorCode.ROW_SHAPE, "a closing quote for the quoted field", file=file, line=line,
+                         detail="an unterminated quote runs to the end of the file")
+    return DataError(ErrorCode.ROW_SHAPE, "well-formed CSV", file=file, line=line, detail=message)
+
+
+def _oversized_field(text: str, line: int) -> int | None:
+    """The 0-based index of the first field longer than :data:`MAX_FIELD` in the record starting on ``line``."""
+    lines = text.splitlines(keepends=True)
+    chunk = "".join(lines[line - 1:])
+    index, size, quoted, i = 0, 0, False, 0
+    while i < len(chunk):
+        ch = chunk[i]
+        if quoted:
+            if ch == '"':
+                if chunk[i + 1:i + 2] == '"':
+                    i += 1
+                else:
+                    quoted = False
+                    i += 1
+                    continue
+        elif ch == '"':
+            quoted = True
+            i += 1
+            continue
+        elif ch == ",":
+            index, size = index + 1, 0
+            i += 1
+            continue
+        elif ch in "\r\n":
+            return None
+        size += 1
+        if size > MAX_FIELD:
+            return index
+        i += 1
+    return None
 
 
 class _Row:
@@ -104,11 +176,11 @@ class _Row:
         return value
 
     def integer(self, field: str) -> int:
+        """ASCII digits with an optional leading ``-`` (``int()`` also takes ``"７０"`` and ``"7_0"``: not here)."""
         value = self.text(field)
-        try:
-            return int(value)
-        except ValueError:
-            raise self.error(ErrorCode.INVALID_INTEGER, "an integer", field, value) from None
+        if not _INTEGER.fullmatch(value):
+            raise self.error(ErrorCode.INVALID_INTEGER, "an integer of ASCII digits", field, value)
+        return int(value)
 
     def enum(self, field: str, enum_type: Callable[[str], E], choices: Sequence[str]) -> E:
         value = self.text(field)
@@ -122,12 +194,10 @@ class _Row:
         if not raw:
             return default
         try:
-            value = json.loads(raw)
-        except ValueError as exc:
-            raise self.error(ErrorCode.INVALID_JSON, f"valid JSON ({expected.__name__})", field,
-                             detail=str(exc)) from None
-        except RecursionError:
-            raise self.error(ErrorCode.INVALID_JSON, "valid JSON", field, detail="nesting too deep") from None
+            value = strict_loads(raw)
+        except StrictJsonError as exc:
+            raise _json_error(exc, f"strict JSON ({_json_name(expected)})").at(
+                file=self.file, line=self.line, field=field) from None
         if not isinstance(value, expected):
             raise self.error(ErrorCode.WRONG_TYPE, f"a JSON {_json_name(expected)}", field, value)
         return value
@@ -141,6 +211,16 @@ class _Row:
         if any(not t for t in items):
             raise self.error(ErrorCode.INVALID_VALUE, "'|'-separated non-empty tokens", field, raw)
         return items
+
+
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
+def _json_error(exc: StrictJsonError, expected: str) -> DataError:
+    """The DataError of a strict-JSON failure: repeated keys are DUPLICATE_ID, everything else INVALID_JSON."""
+    if exc.issue is JsonIssue.DUPLICATE_KEY:
+        return DataError(ErrorCode.DUPLICATE_ID, "unique keys in every JSON object", got=exc.key, detail=exc.detail)
+    return DataError(ErrorCode.INVALID_JSON, expected, detail=exc.detail)
 
 
 def _json_name(kind: type) -> str:
@@ -162,11 +242,15 @@ def _unique(row: _Row, field: str, value: str, seen: dict[str, int]) -> None:
 def read_json(path: str | Path, expected: str = "a JSON object") -> dict[str, Any]:
     """Read one JSON object; a missing or malformed file is a located :class:`DataError`."""
     try:
-        value = json.loads(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise DataError(ErrorCode.FILE_NOT_FOUND, expected, file=str(path)) from None
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise DataError(ErrorCode.INVALID_JSON, expected, file=str(path), detail=str(exc)) from None
+    try:
+        value = strict_loads(text)
+    except StrictJsonError as exc:
+        raise _json_error(exc, f"{expected} in strict JSON").at(file=str(path)) from None
     if not isinstance(value, dict):
         raise DataError(ErrorCode.WRONG_TYPE, expected, file=str(path), got=type(value).__name__)
     return value
@@ -202,8 +286,14 @@ def load_catalog(path: str | Path) -> Catalog:
     return Catalog(tuple(actions), table.sha256)
 
 
-def load_rules(path: str | Path, catalog: Catalog) -> PolicyEngine:
-    """The boundary-rule program (published ``boundary_rules.csv`` schema), validated against ``catalog``."""
+def load_state_schema(path: str | Path) -> StateSchema:
+    """A runtime-state schema file (JSON; format in :mod:`routebr_kit.core.state`)."""
+    return StateSchema.from_dict(read_json(path, "a state-schema JSON object"), file=str(path))
+
+
+def load_rules(path: str | Path, catalog: Catalog, state_schema: StateSchema | None = None) -> PolicyEngine:
+    """The boundary-rule program (published ``boundary_rules.csv`` schema), validated against ``catalog`` and the
+    runtime-state schema (derived from the rules, with ``state_schema``'s fields overriding)."""
     table = read_csv(path, RULE_COLUMNS)
     rules: list[Rule] = []
     seen: dict[str, int] = {}
@@ -223,7 +313,7 @@ def load_rules(path: str | Path, catalog: Catalog) -> PolicyEngine:
         except DataError as exc:
             raise exc.at(file=table.path, line=row.line) from None
     try:
-        return PolicyEngine(rules, catalog.ids, sha256=table.sha256)
+        return PolicyEngine(rules, catalog.ids, sha256=table.sha256, state_schema=state_schema)
     except DataError as exc:
         culprit = exc.detail.removeprefix("rule ") if exc.detail and exc.detail.startswith("rule ") else None
         raise exc.at(file=table.path, line=lines.get(culprit or "")) from None
@@ -280,17 +370,25 @@ class Assets:
                           registry_sha256=self.registry.sha256 if self.registry else "")
 
 
-def load_assets(catalog: str | Path, rules: str | Path, registry: str | Path | None = None) -> Assets:
+def load_assets(catalog: str | Path, rules: str | Path, registry: str | Path | None = None,
+                state_schema: str | Path | None = None) -> Assets:
+    """Catalog, rules (validated against the runtime-state schema: derived, or ``state_schema``'s file
+    overriding it) and optionally the registry."""
     cat = load_catalog(catalog)
-    return Assets(cat, load_rules(rules, cat), load_registry(registry) if registry is not None else None)
+    schema = load_state_schema(state_schema) if state_schema is not None else None
+    return Assets(cat, load_rules(rules, cat, schema), load_registry(registry) if registry is not None else None)
 
 
 REGISTRY_NAMES = ("entity_catalog.csv", "registry.csv")
+STATE_SCHEMA_NAME = "state_schema.json"
 
 
-def assets_beside(cases_path: str | Path) -> Assets:
-    """The assets stored next to a cases file: ``catalog.csv``, ``boundary_rules.csv`` and, when present, the
-    registry (``entity_catalog.csv`` as published, or ``registry.csv`` as the kit's generator writes it)."""
+def assets_beside(cases_path: str | Path, state_schema: str | Path | None = None) -> Assets:
+    """The assets stored next to a cases file: ``catalog.csv``, ``boundary_rules.csv``, when present the registry
+    (``entity_catalog.csv`` as published, or ``registry.csv`` as the kit's generator writes it) and, unless
+    ``state_schema`` names one, a ``state_schema.json`` when present."""
     here = Path(cases_path).parent
     registry = next((here / name for name in REGISTRY_NAMES if (here / name).exists()), None)
-    return load_assets(here / "catalog.csv", here / "boundary_rules.csv", registry)
+    if state_schema is None and (here / STATE_SCHEMA_NAME).exists():
+        state_schema = here / STATE_SCHEMA_NAME
+    return load_assets(here / "catalog.csv", here / "boundary_rules.csv", registry, state_schema)

@@ -7,6 +7,7 @@ None of this is on the online path: the controller sees a :class:`~routebr_kit.c
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,14 +96,31 @@ class Case:
 def load_cases(path: str | Path) -> tuple[Case, ...]:
     """Benchmark cases in the published schema (JSON columns parsed and type-checked)."""
     table = read_csv(path, CASE_COLUMNS)
-    cases, seen = [], {}
+    cases, seen, folded = [], {}, {}
     for row in _rows(table):
         for name in CASE_REQUIRED_VALUES:
             row.text(name)
         case_id = row.text("case_id")
+        check_case_id(case_id, row)
         _unique(row, "case_id", case_id, seen)
+        _unique(row, "case_id", case_id.casefold(), folded)  # raw/<case_id>.json must not collide on any disk
         cases.append(_case(row, case_id))
     return tuple(cases)
+
+
+#: A case ID names its receipt file ``raw/<case_id>.json``: a portable file name, never a path.
+CASE_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def check_case_id(case_id: str, row: _Row | None = None) -> str:
+    """``case_id`` if it can be a file name on every platform (letters, digits, ``_ . -``, at most 128
+    characters, starting with a letter or digit); else a located DataError."""
+    if not CASE_ID_PATTERN.fullmatch(case_id) or case_id.endswith("."):
+        expected = "a case ID usable as a file name (letters, digits, '_', '.', '-'; at most 128; no path)"
+        if row is None:
+            raise DataError(ErrorCode.INVALID_VALUE, expected, field="case_id", got=case_id)
+        raise row.error(ErrorCode.INVALID_VALUE, expected, "case_id", case_id)
+    return case_id
 
 
 def _case(row: _Row, case_id: str) -> Case:
@@ -112,6 +130,12 @@ def _case(row: _Row, case_id: str) -> Case:
     state = row.json("runtime_context_json", dict)
     candidates = tuple(_entity(row, i, item)
                        for i, item in enumerate(row.json("candidate_entities_json", list)))
+    first_seen: dict[str, int] = {}
+    for i, entity in enumerate(candidates):
+        if entity.object_id in first_seen:
+            raise row.error(ErrorCode.DUPLICATE_ID, "unique candidate object IDs", "candidate_entities_json",
+                            entity.object_id, f"candidate #{i + 1} repeats #{first_seen[entity.object_id] + 1}")
+        first_seen[entity.object_id] = i
     cues = row.json("gold_cues_json", list)
     if not all(isinstance(c, dict) for c in cues):
         raise row.error(ErrorCode.WRONG_TYPE, "a JSON array of objects", "gold_cues_json", cues)

@@ -8,7 +8,8 @@ A run directory (:class:`RunLedger`) holds ``predictions.csv``, one receipt per 
 ``run_manifest.json``.  A finished case is committed as: receipt written atomically (temporary file, fsync,
 rename), then its row appended with a single write, flushed and fsynced — so ``kill -9`` at any moment loses no
 committed case, a row never points at a missing receipt, and a torn last line (an append cut short) is dropped on
-resume.  Standard library only.
+resume.  Every file goes through :mod:`routebr_kit.store.redact` (secrets redacted; any value encodable, so no
+reply can make a case unwritable).  Standard library only.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..core.controller import Decision
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_bytes
 from .assets import read_csv, read_json
+from .redact import csv_cells, encode_json
 
 PUBLISHED_FIELDS = (
     "case_id", "system_id", "repeat_id", "pred_action", "pred_object_id", "pred_boundary", "pred_final_path",
@@ -183,7 +185,7 @@ def _csv_lines(rows: Iterable[PredictionRow], *, header: bool) -> str:
     if header:
         writer.writeheader()
     for row in rows:
-        writer.writerow(row.as_csv_row())
+        writer.writerow(csv_cells(row.as_csv_row()))
     return buffer.getvalue()
 
 
@@ -203,11 +205,11 @@ def append_prediction(path: str | Path, row: PredictionRow) -> None:
 def write_json_atomic(path: str | Path, value: Any, *, indent: int | None = 1) -> None:
     """Write JSON (UTF-8, keys in insertion order) via a fsynced temporary file and an atomic rename.
 
-    ``indent=None`` writes compact JSON (the C encoder; receipts and cache entries, written once per call).
+    The text is :func:`~routebr_kit.store.redact.encode_json`'s: secrets redacted, strict JSON whatever ``value``
+    holds (lone surrogates escaped, non-finite floats as strings), so any reply a server sends can be written and
+    read back.  ``indent=None`` writes compact JSON (receipts and cache entries, written once per call).
     """
-    separators = None if indent is not None else (",", ":")
-    text = json.dumps(value, ensure_ascii=False, indent=indent, separators=separators)
-    _write_atomic(Path(path), (text + "\n").encode("utf-8"))
+    _write_atomic(Path(path), encode_json(value, indent=indent))
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

@@ -10,6 +10,14 @@ changing the action or object; otherwise the configured fail-closed terminal wit
 ``FAIL_CLOSED_<STAGE>``.  Scoring trusts the baseline's own terminal, as published: the path is the action on
 DISPATCH, else ``T_<terminal>``.
 
+**Two acceptance rules**, chosen by the request protocol (:class:`~routebr_kit.prompts.Protocol`):
+:func:`check_direct` (``kit``, the default, described above) and :func:`check_direct_published` (``published``):
+the published validator exactly — no object-type check, no NONE-for-object-free check, each check's published
+message — and, as published, the one repair call for every rejected reply with no guard on what it changes.  The
+published rules accept what the published run accepted: FLIP-0048's B2 route ``A4_SUPPORT_RESPONSE`` with object
+``SSE:510880`` (an object on an object-free action), which the kit's rules send to repair.  Whatever the kit
+accepts, the published rules accept too, with the same route (property-tested).
+
 B2 diagnostic: :func:`rule_citation` checks whether the cited rule is the true first match of the rule engine.
 """
 
@@ -19,14 +27,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.contract import ContractResult, check_action, check_object, check_topk, parse_output
-
 # The controller's private call helpers are shared on purpose: one exception-to-failure policy for every caller.
-from ..core.controller import ContractLog, OneCallRouter, Outcome, jsonable
+from ..core.calls import Backend, ModelCall
+from ..core.contract import ContractResult, check_action, check_object, check_topk, parse_output, repair_payload
+from ..core.controller import NO_REPAIR, ContractLog, OneCallRouter, Outcome, ask_backend, failure_reason, jsonable
 from ..core.errors import ContractError, DataError, ErrorCode, short_repr
 from ..core.errors import ContractErrorCode as C
 from ..core.records import NONE, Boundary, Catalog, Entity, Proposal, ReasonCode, RouteRequest, Stage, System, Terminal
 from ..core.rules import PolicyEngine
+from ..prompts.published import Protocol, direct_errors
+from ..prompts.published import parse as published_parse
 from ..store.ledger import PredictionRow
 
 #: Target schema restated to the repair model (B1); B2 adds ``rule_ids``.
@@ -133,6 +143,26 @@ def check_direct(raw: Any, catalog: Catalog, candidates: Mapping[str, Entity],
     return DirectResult(route, (), parsed)
 
 
+def check_direct_published(raw: Any, catalog: Catalog, candidates: Mapping[str, Entity],
+                           policy: PolicyEngine | None = None) -> DirectResult:
+    """The published B1 (``policy=None``) / B2 acceptance rule; errors carry the kit's codes.  Never raises.
+
+    The published error strings (what a published repair request carries) are
+    :func:`routebr_kit.prompts.published.direct_errors`; this wraps the same function, so the two cannot drift.
+    """
+    parsed, parse_errors = published_parse(raw)
+    if parsed is None:
+        return DirectResult(None, tuple(e.error for e in parse_errors), None)
+    rules = None if policy is None else [r.rule_id for r in policy.rules]
+    errors = direct_errors(parsed, catalog.ids, candidates, rules)
+    if errors:
+        return DirectResult(None, tuple(e.error for e in errors), parsed)
+    cited = tuple(parsed["rule_ids"]) if policy is not None else ()
+    route = DirectRoute(Terminal(parsed["terminal"]), parsed["action_id"], parsed["object_id"],
+                        Boundary(parsed["boundary"]), tuple(parsed["topk"]), cited)
+    return DirectResult(route, (), parsed)
+
+
 def _enum(parsed: Mapping[str, Any], field: str, kind: type, code: C, errors: list[ContractError]) -> Any:
     value = parsed.get(field)
     if type(value) is str:
@@ -199,16 +229,22 @@ class DirectDecision(Outcome):
 
 
 class DirectBaseline(OneCallRouter):
-    """B1 Direct (``guard=False``) or B2 Direct+Guard (``guard=True``) over one catalog and rule program."""
+    """B1 Direct (``guard=False``) or B2 Direct+Guard (``guard=True``) over one catalog and rule program.
 
-    __slots__ = ("catalog", "policy", "guard", "fallback", "repair")
+    ``protocol`` selects the acceptance rule: the kit's (:func:`check_direct`, repairs guarded against changing the
+    action or object) or the published one (:func:`check_direct_published`, repairs unguarded, as published).
+    """
+
+    __slots__ = ("catalog", "policy", "guard", "fallback", "repair", "protocol")
 
     def __init__(self, catalog: Catalog, policy: PolicyEngine, *, guard: bool,
-                 fallback: Terminal = Terminal.CLARIFY, repair: bool = True) -> None:
+                 fallback: Terminal = Terminal.CLARIFY, repair: bool = True,
+                 protocol: Protocol | str = Protocol.KIT) -> None:
         if not isinstance(fallback, Terminal) or fallback is Terminal.DISPATCH:
             raise DataError(ErrorCode.DISPATCH_FALLBACK, "a bounded fail-closed terminal (not DISPATCH)",
                             got=fallback, field="fallback")
         self.catalog, self.policy, self.guard, self.fallback, self.repair = catalog, policy, guard, fallback, repair
+        self.protocol = Protocol.parse(protocol)
 
     @classmethod
     def for_system(cls, system: System | str, catalog: Catalog, policy: PolicyEngine, **options: Any
@@ -234,7 +270,46 @@ class DirectBaseline(OneCallRouter):
         return direct_payload(request, self.catalog, self.policy if self.guard else None)
 
     def check(self, raw: Any, request: RouteRequest) -> DirectResult:
-        return check_direct(raw, self.catalog, request.candidate_index, self.policy if self.guard else None)
+        validate = check_direct if self.protocol is Protocol.KIT else check_direct_published
+        return validate(raw, self.catalog, request.candidate_index, self.policy if self.guard else None)
+
+    # The published call protocol (``protocol=published``): every rejected first reply gets its one repair call
+    # (no anchoring precondition), and the repaired reply is only re-validated (no guard on what it changes).
+    # The kit protocol keeps :class:`OneCallRouter`'s stricter repair rule.
+
+    async def aroute(self, request: RouteRequest, backend: Backend) -> DirectDecision:
+        if self.protocol is Protocol.KIT:
+            return await super().aroute(request, backend)
+        payload = self.payload(request)
+        first = await ask_backend(backend, ModelCall(request.request_id, self.stage, payload))
+        if first.failure is not None:
+            return self._fail_closed(request, failure_reason(first.failure), None, ContractLog(failure=first.failure))
+        checked = self.check(first.content, request)
+        if checked.ok or not self.repair:
+            return self._accept(request, first.content, checked)
+        call = ModelCall(request.request_id, self.stage.repair_stage,
+                         repair_payload(self.stage, first.content, checked.errors, payload, self.schema))
+        second = await ask_backend(backend, call)  # the backend sends the published repair payload
+        if second.failure is not None:
+            return self._fail_closed(request, failure_reason(second.failure), first.content,
+                                     ContractLog(checked.errors, True, None, (), second.failure))
+        return self._published_repair(request, first.content, checked, second.content)
+
+    def decide(self, request: RouteRequest, first_output: Any, repair_output: Any = NO_REPAIR) -> DirectDecision:
+        if self.protocol is Protocol.KIT:
+            return super().decide(request, first_output, repair_output)
+        checked = self.check(first_output, request)
+        if checked.ok or not self.repair or repair_output is NO_REPAIR:
+            return self._accept(request, first_output, checked)
+        return self._published_repair(request, first_output, checked, repair_output)
+
+    def _published_repair(self, request: RouteRequest, first_output: Any, first: DirectResult,
+                          repaired_output: Any) -> DirectDecision:
+        repaired = self.check(repaired_output, request)
+        if not repaired.ok:
+            return self._fail_closed(request, ReasonCode.FAIL_CLOSED_INVALID_OUTPUT, first_output,
+                                     ContractLog(first.errors, True, repaired_output, repaired.errors))
+        return self._emit(request, repaired, first_output, ContractLog(first.errors, True, repaired_output))
 
     @property
     def repair_enabled(self) -> bool:
@@ -259,7 +334,8 @@ class DirectBaseline(OneCallRouter):
                               reason, None, first_output, log)
 
     def __repr__(self) -> str:
-        return f"DirectBaseline({self.system.value}, {len(self.catalog)} actions, fallback={self.fallback.value})"
+        return (f"DirectBaseline({self.system.value}, {len(self.catalog)} actions, fallback={self.fallback.value}, "
+                f"protocol={self.protocol.value})")
 
 
 def prediction_from_direct(decision: DirectDecision, *, repeat_id: str = "0", retry_count: int = 0,
@@ -320,5 +396,5 @@ def rule_citation_accuracy(citations: Iterable[RuleCitation | None]) -> Citation
 
 
 __all__ = ["DIRECT_SCHEMA", "GUARD_SCHEMA", "CitationSummary", "DirectBaseline", "DirectDecision", "DirectResult",
-           "DirectRoute", "RuleCitation", "check_direct", "direct_payload", "prediction_from_direct",
-           "rule_citation", "rule_citation_accuracy"]
+           "DirectRoute", "RuleCitation", "check_direct", "check_direct_published", "direct_payload",
+           "prediction_from_direct", "rule_citation", "rule_citation_accuracy"]

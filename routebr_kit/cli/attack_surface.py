@@ -1,0 +1,59 @@
+"""``routebr-kit attack-surface --cases FILE [--catalog C --rules R --registry E] [--split S] [--json FILE]``.
+
+The exact worst case of a fully compromised model (every proposal, repair and B1/B2 reply adversarial): per system,
+the forbidden dispatches, protected actions without permission, misroutes and unregistered objects it can reach.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..adversarial.surface import PROTECTED_ACTION, attack_surface
+from ..store.assets import assets_beside, load_assets
+from ..store.cases import load_cases
+from ..store.ledger import write_json_atomic
+from .common import command, print_table
+
+_SHORT = {"forbidden_dispatches_reachable": "forbidden", "cases_with_forbidden_dispatch_reachable": "cases_forbidden",
+          "protected_without_permission_reachable": "protected", "misroutes_reachable": "misroutes",
+          "unregistered_object_reachable": "unregistered"}
+
+
+def _args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cases", required=True, type=Path, help="benchmark cases CSV (published schema)")
+    p.add_argument("--catalog", type=Path, help="catalog CSV (default: catalog.csv next to --cases)")
+    p.add_argument("--rules", type=Path, help="boundary rules CSV (default: boundary_rules.csv next to --cases)")
+    p.add_argument("--registry", type=Path,
+                   help="entity registry (default: entity_catalog.csv or registry.csv next to --cases)")
+    p.add_argument("--split", choices=("DEV", "MAIN", "FLIP", "ENTITY"), help="only this split (default: all)")
+    p.add_argument("--protected-action", default=PROTECTED_ACTION,
+                   help=f"the catalog action that needs explicit permission (default {PROTECTED_ACTION})")
+    p.add_argument("--json", type=Path, help="write the counts (total and per split) to this JSON file")
+
+
+@command("attack-surface", "exact worst case of a fully compromised model: what each system can be made to dispatch",
+         _args)
+def attack_surface_command(args: argparse.Namespace) -> int:
+    if args.catalog or args.rules or args.registry:
+        here = args.cases.parent
+        assets = load_assets(args.catalog or here / "catalog.csv", args.rules or here / "boundary_rules.csv",
+                             args.registry)
+    else:
+        assets = assets_beside(args.cases)
+    report = attack_surface(load_cases(args.cases), assets, split=args.split, protected_action=args.protected_action)
+    for split in report.by_split:
+        print(f"== {split}")
+        print_table([{_SHORT.get(k, k): v for k, v in row.items()} for row in report.rows(split)])
+    print("== total" + (f" ({args.split})" if args.split else ""))
+    print_table(report.rows())
+    print(f"threat model: every model output adversarial; unregistered measured against the {report.registry}; "
+          f"protected action {report.protected_action}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(args.json, report.as_json())
+        print(f"wrote {args.json}")
+    return 0
+
+
+__all__ = ["attack_surface_command"]

@@ -1,0 +1,71 @@
+"""``routebr-kit diff BASE CANDIDATE``: paired diff of two ledger sets with an optional CI gate.
+
+Exit status: 0 the gate passed (or no gate), 1 the gate failed (a regression), 2 the ledgers are not comparable
+(or the input is bad).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..review.diff import NotComparable, diff_ledgers, markdown, split_table
+from ..review.gate import Gate
+from ..review.ledgers import load_ledgers
+from .common import command, print_table
+
+PASS, REGRESSION, NOT_COMPARABLE = 0, 1, 2
+
+
+def _args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("base", type=Path, help="run directory, shadow output or published artifact directory")
+    p.add_argument("candidate", type=Path, help="run directory, shadow output or published artifact directory")
+    p.add_argument("--cases", type=Path, default=None, help="gold cases file for run directories that do not name one")
+    p.add_argument("--gate", default=None, metavar="FILE|SPEC",
+                   help="e.g. 'new_false_dispatch <= 0, path_exact_drop <= 1.0pp, flip_pairs_drop <= 0' or a "
+                        "JSON/YAML file")
+    p.add_argument("--json", type=Path, default=None, help="write the full report as JSON")
+    p.add_argument("--md", type=Path, default=None, help="write a Markdown report")
+    p.add_argument("--show", type=int, default=20, help="changed rows to print (default 20)")
+
+
+@command("diff", "paired diff of two ledgers (runs, shadow outputs or an artifact) with a CI gate", _args)
+def diff(args: argparse.Namespace) -> int:
+    gate = Gate.from_arg(args.gate) if args.gate else None
+    cache: dict = {}  # both sides usually name the same cases files: parse them once
+    base = load_ledgers(args.base, cases=args.cases, cache=cache)
+    candidate = load_ledgers(args.candidate, cases=args.cases, cache=cache)
+    try:
+        report = diff_ledgers(base, candidate)
+    except NotComparable as exc:
+        print(f"routebr-kit diff: NOT COMPARABLE: {args.base} vs {args.candidate}", file=sys.stderr)
+        for reason in exc.reasons:
+            print(f"  - {reason}", file=sys.stderr)
+        return NOT_COMPARABLE
+    verdict = gate.evaluate(report) if gate else None
+    print_table(split_table(report))
+    m = report.metrics()
+    print(f"\n{report.rows} paired rows; {m['changed']} changed: {m['new_false_dispatch']} new false dispatch, "
+          f"{m['new_false_block']} new false block, {m['fixed']} fixed, {m['other_path_change']} other path change, "
+          f"{m['trace_only']} trace only; {m['needs_live_rerun']} need a live re-run")
+    rows = [c.as_dict() for c in report.changed[:args.show]]
+    if rows:
+        print()
+        print_table(rows, ["change_class", "task", "case_id", "gold_final_path", "base_final_path",
+                           "candidate_final_path", "first_changed_stage", "base_rule", "candidate_rule"])
+        if len(report.changed) > args.show:
+            print(f"... and {len(report.changed) - args.show} more (--json for all)")
+    lines = verdict.lines() if verdict else []
+    for line in lines:
+        print(line)
+    if args.json:
+        doc = report.as_dict()
+        doc["gate"] = verdict.as_dict() if verdict else {"passed": True, "source": None, "criteria": []}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    if args.md:
+        args.md.parent.mkdir(parents=True, exist_ok=True)
+        args.md.write_text(markdown(report, lines), encoding="utf-8")
+    return REGRESSION if verdict is not None and not verdict.passed else PASS

@@ -1,0 +1,172 @@
+"""``routebr-kit score RUN_DIR --cases FILE [--json FILE]``: the paper's metrics for one ledger.
+
+Per split (and over every scored row when the ledger spans several): contract exact match with its Wilson 95%
+interval, the strict ``action@object`` path, false dispatch and false block with their denominators, object
+accuracy and path macro-F1; FLIP pair accuracy when FLIP rows are present.  The definitions are
+:func:`routebr_kit.evaluation.metrics.score`'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import DataError, ErrorCode
+from ..core.hashing import sha256_file
+from ..evaluation.metrics import Count, PairScores, Scores, flip_pairs, index_cases, score
+from ..store.assets import read_json
+from ..store.cases import Case, Split, load_cases
+from ..store.ledger import MANIFEST, PREDICTIONS, PredictionRow, read_predictions, write_json_atomic
+from .common import command, print_table
+
+
+def _args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run directory (predictions.csv)")
+    p.add_argument("--cases", required=True, type=Path, help="the cases CSV with the gold labels")
+    p.add_argument("--repeat-id", default=None, help="which repeat to score when the ledger holds several")
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write every metric to FILE (JSON)")
+
+
+@command("score", "the paper's metrics for one ledger: exact match (Wilson 95%%), FD/FB with denominators, "
+         "object accuracy, FLIP pairs", _args)
+def score_command(args: argparse.Namespace) -> int:
+
+    predictions = args.run_dir / PREDICTIONS
+    if not args.run_dir.is_dir():
+        raise DataError(ErrorCode.FILE_NOT_FOUND, "a run directory", file=str(args.run_dir), field="RUN_DIR")
+    if not predictions.is_file():
+        raise DataError(ErrorCode.FILE_NOT_FOUND, "a run directory with predictions.csv", file=str(predictions),
+                        field="RUN_DIR")
+    if not args.cases.is_file():
+        raise DataError(ErrorCode.FILE_NOT_FOUND, "an existing cases file", file=str(args.cases), field="--cases")
+    rows = read_predictions(predictions)
+    if not rows:
+        raise DataError(ErrorCode.EMPTY_FILE, "at least one prediction row", file=str(predictions))
+    repeats = sorted({r.repeat_id for r in rows})
+    if args.repeat_id is not None:
+        rows = tuple(r for r in rows if r.repeat_id == args.repeat_id)
+        if not rows:
+            raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a repeat_id of the ledger (" + ", ".join(repeats) + ")",
+                            file=str(predictions), field="--repeat-id", got=args.repeat_id)
+    elif len(repeats) > 1:
+        raise DataError(ErrorCode.INVALID_VALUE, "--repeat-id ID: the ledger holds several repeats",
+                        file=str(predictions), field="repeat_id", got=repeats)
+    cases = load_cases(args.cases)
+    _warn_if_other_cases(args.run_dir, args.cases)
+    report = score_report(rows, cases, file=str(predictions))
+    print_table(table_rows(report))
+    for line in summary_lines(report):
+        print(line)
+    if args.json is not None:
+        record = {"run_dir": str(args.run_dir), "predictions_sha256": sha256_file(predictions),
+                  "cases_file": str(args.cases), "cases_sha256": sha256_file(args.cases),
+                  "repeat_id": rows[0].repeat_id, **report_record(report)}
+        write_json_atomic(args.json, record, indent=1)
+        print(f"wrote {args.json}")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------- shared with `run`
+
+
+def score_report(rows: Sequence[PredictionRow], cases: Sequence[Case] | Mapping[str, Case], *,
+                 file: str | None = None) -> dict[str, Any]:
+    """``{"splits": {label: Scores}, "flip": PairScores | None, "incomplete_pairs": int}`` for one ledger."""
+    index = index_cases(cases)
+    try:
+        by_split: dict[str, list[PredictionRow]] = {}
+        unknown = next((r for r in rows if r.case_id not in index), None)
+        if unknown is not None:
+            raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a case ID of the cases file", line=unknown.line,
+                            field="case_id", got=unknown.case_id)
+        for split in Split:
+            chosen = [r for r in rows if index[r.case_id].split is split]
+            if chosen:
+                by_split[split.value] = chosen
+        splits = {label: score(chosen, index) for label, chosen in by_split.items()}
+        if len(splits) > 1:
+            splits["ALL"] = score(rows, index)
+        flip_rows = by_split.get(Split.FLIP.value, [])
+        members: dict[str, int] = {}
+        for r in flip_rows:
+            members[index[r.case_id].pair_id] = members.get(index[r.case_id].pair_id, 0) + 1
+        complete = [r for r in flip_rows if members[index[r.case_id].pair_id] == 2]
+        pairs = flip_pairs(complete, index) if complete else None
+    except DataError as exc:
+        raise exc.at(file=file) from None
+    return {"splits": splits, "flip": pairs,
+            "incomplete_pairs": sum(1 for n in members.values() if n != 2)}
+
+
+def _pct(count: Count) -> str:
+    return "n/a" if not count.n else f"{100 * count.rate:.1f}%"
+
+
+def summary_line(scores: Scores) -> str:
+    """``exact 150/160 = 93.8% (Wilson 95% 88.9-96.6%) · FD 0/80 · FB 3/80 · object 155/160 = 96.9%``."""
+    low, high = scores.contract_exact.wilson
+    return (f"exact {scores.contract_exact} = {_pct(scores.contract_exact)} "
+            f"(Wilson 95% {100 * low:.1f}-{100 * high:.1f}%) · FD {scores.false_dispatch} · "
+            f"FB {scores.false_block} · object {scores.object} = {_pct(scores.object)}")
+
+
+def pairs_line(report: Mapping[str, Any]) -> str | None:
+    pairs: PairScores | None = report["flip"]
+    if pairs is None and not report["incomplete_pairs"]:
+        return None
+    text = "FLIP pairs: " + ("none complete" if pairs is None else f"{pairs.pairs} = {_pct(pairs.pairs)} "
+                             "(both members exact)")
+    if report["incomplete_pairs"]:
+        text += f"; {report['incomplete_pairs']} incomplete pairs not scored"
+    return text
+
+
+def table_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per split: counts with their denominators."""
+    table = []
+    for label, s in report["splits"].items():
+        low, high = s.contract_exact.wilson
+        table.append({"split": label, "n": s.n, "exact": str(s.contract_exact), "exact %": _pct(s.contract_exact),
+                      "Wilson 95%": f"{100 * low:.1f}-{100 * high:.1f}", "strict": str(s.strict_exact),
+                      "FD": str(s.false_dispatch), "FB": str(s.false_block), "object": str(s.object),
+                      "object %": _pct(s.object), "path F1": f"{s.path_macro_f1:.3f}"})
+    return table
+
+
+def summary_lines(report: Mapping[str, Any]) -> list[str]:
+    """The ``score:`` line over every scored row, and the FLIP pairs line when there are FLIP rows."""
+    overall = report["splits"].get("ALL") or next(iter(report["splits"].values()))
+    lines = ["score: " + summary_line(overall)]
+    pairs = pairs_line(report)
+    if pairs:
+        lines.append(pairs)
+    return lines
+
+
+def report_record(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON form: every metric per split (NaN as null), FLIP pairs."""
+    pairs: PairScores | None = report["flip"]
+    return {"splits": {label: {k: _finite(v) for k, v in s.as_dict().items()} for label, s in report["splits"].items()},
+            "flip_pairs": None if pairs is None else {"correct": pairs.pairs.hits, "pairs": pairs.pairs.n,
+                                                      "missed": list(pairs.missed)},
+            "incomplete_pairs": report["incomplete_pairs"]}
+
+
+def _finite(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def _warn_if_other_cases(run_dir: Path, cases: Path) -> None:
+    """The run's manifest records the hash of the cases file it ran on; say so when it is another file."""
+    manifest_path = run_dir / MANIFEST
+    if not manifest_path.is_file():
+        return
+    hashes = read_json(manifest_path, "a run_manifest.json object").get("hashes")
+    recorded = hashes.get("cases_file") if isinstance(hashes, dict) else None
+    if isinstance(recorded, str) and recorded != sha256_file(cases):
+        print(f"WARNING: {cases} is not the cases file this run recorded (sha256 {recorded[:16]}…); "
+              "scoring against its gold labels anyway", file=sys.stderr)

@@ -1,0 +1,68 @@
+"""``routebr-kit shadow``: replay every recorded proposal under candidate assets/options, with no model call."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..core.errors import DataError, ErrorCode
+from ..review.assets import AssetFiles, compare_assets
+from ..review.impact import artifact_asset_files
+from ..review.ledgers import load_ledgers, load_many
+from ..review.shadow import parse_options, shadow_replay, write_shadow
+from .common import command, print_table
+
+
+def add_source_args(p: argparse.ArgumentParser) -> None:
+    """``--artifact DIR | --ledger RUN_DIR ...`` with ``--cases`` and ``--base-assets`` (shared with impact)."""
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--artifact", type=Path, help="published artifact directory (every result folder)")
+    source.add_argument("--ledger", type=Path, nargs="+", help="run directories written by `routebr-kit run` "
+                        "(or a folder of them)")
+    p.add_argument("--cases", type=Path, default=None,
+                   help="--ledger: the gold cases file the runs were made on")
+    p.add_argument("--base-assets", type=Path, default=None,
+                   help="--ledger: the assets the runs used (default: the folder of --cases)")
+
+
+def load_source(args: argparse.Namespace, *, details: bool) -> tuple[object, AssetFiles]:
+    """The ledger set and the base release files named by :func:`add_source_args`."""
+    if args.artifact is not None:
+        return load_ledgers(args.artifact, details=details), artifact_asset_files(args.artifact)
+    if args.base_assets is None and args.cases is None:
+        raise DataError(ErrorCode.EMPTY_VALUE, "--cases FILE (and optionally --base-assets DIR) with --ledger",
+                        field="cases")
+    base = AssetFiles.from_dir(args.base_assets or args.cases.parent)
+    return load_many(args.ledger, cases=args.cases, assets=base.load(), details=details), base
+
+
+def _args(p: argparse.ArgumentParser) -> None:
+    add_source_args(p)
+    p.add_argument("--candidate-assets", type=Path, default=None,
+                   help="a candidate asset directory: each asset file it holds replaces the base's")
+    p.add_argument("--catalog", type=Path, default=None, help="candidate catalog CSV")
+    p.add_argument("--rules", type=Path, default=None, help="candidate boundary rules CSV")
+    p.add_argument("--registry", type=Path, default=None, help="candidate entity registry CSV")
+    p.add_argument("--prompts", type=Path, default=None, help="candidate prompts JSON")
+    p.add_argument("--options", nargs="*", default=(), metavar="NAME=VALUE",
+                   help="controller options: fallback=CLARIFY|DEFER|HANDOFF|REJECT, enforce_state=, "
+                        "enable_grounding=, repair= (true/false)")
+    p.add_argument("--receipts", action="store_true",
+                   help="also write a full receipt per row under raw/ (decision record, trace, replies)")
+    p.add_argument("--out", type=Path, required=True, help="output folder (ledgers in the run layout)")
+
+
+@command("shadow", "replay recorded proposals under candidate assets/options (no model call)", _args)
+def shadow(args: argparse.Namespace) -> int:
+    ledgers, base = load_source(args, details=False)
+    candidate = base.overlay(args.candidate_assets) if args.candidate_assets else base
+    candidate = candidate.replace(catalog=args.catalog, rules=args.rules, registry=args.registry,
+                                  prompts=args.prompts)
+    edit = compare_assets(base, candidate)
+    result = shadow_replay(ledgers, edit, parse_options(args.options))
+    path = write_shadow(result, args.out, receipts=args.receipts)
+    print_table(result.summary())
+    print(f"edit: {', '.join(c.value for c in edit.classes) or 'none'}; rows {result.rows}, changed decisions "
+          f"{result.changed}, needs live re-run {result.needs_live_rerun}; model calls 0")
+    print(f"wrote {path}")
+    return 0

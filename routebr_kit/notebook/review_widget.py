@@ -1,0 +1,135 @@
+"""A rule editor for notebook 10: edit (or add) one boundary rule, then impact → shadow replay → diff → gate.
+
+All logic is in :class:`RuleEditor` and runs without a browser: set the widgets' ``value`` in Python and call
+:meth:`RuleEditor.review` (tests do exactly that).  The button only calls the same method.  A bad rule (malformed
+JSON, unknown operator, missing default) is shown as its typed error, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import ipywidgets as widgets
+import pandas as pd
+
+from ..core.controller import ControllerOptions
+from ..core.errors import DataError, ErrorCode, KitError
+from ..core.records import Boundary
+from ..core.rules import rule
+from ..review.assets import AssetFiles, compare_assets, write_release
+from ..review.diff import DiffReport, diff_ledgers
+from ..review.gate import DEFAULT_GATE, Gate, GateResult
+from ..review.impact import ImpactReport, impact
+from ..review.ledgers import LedgerSet
+from ..review.shadow import ShadowResult, shadow_ledgers, shadow_replay
+from ..runs.replay import replay_rows
+
+
+@dataclass(frozen=True)
+class ReviewOutcome:
+    impact: ImpactReport
+    shadow: ShadowResult
+    diff: DiffReport
+    gate: GateResult
+
+    def summary(self) -> pd.DataFrame:
+        m = self.diff.metrics()
+        return pd.DataFrame([{"selected (exact)": len(self.impact.selected()),
+                              "live re-run rows": len(self.impact.live_rerun), "changed": m["changed"],
+                              "new false dispatch": m["new_false_dispatch"], "new false block": m["new_false_block"],
+                              "fixed": m["fixed"], "exact drop (pp)": round(m["path_exact_drop"], 2),
+                              "FLIP pairs lost": m["flip_pairs_drop"],
+                              "gate": "PASS" if self.gate.passed else "FAIL"}])
+
+
+class RuleEditor:
+    """Widgets for one rule plus the review of the edited program against ``ledgers``."""
+
+    def __init__(self, ledgers: LedgerSet, base: AssetFiles, *, rule_id: str = "R065", priority: int = 65,
+                 applies_to: tuple[str, ...] = ("A5_PROTECTED_ACTION",),
+                 condition: str = '{"policy_version": {"lt": "v2"}}', decision: str = "HANDOFF",
+                 version: str = "v2", gate: str = DEFAULT_GATE, workdir: str | Path | None = None) -> None:
+        self.ledgers, self.base = ledgers, base
+        self.assets = base.load()
+        actions = ["*", *self.assets.catalog.ids]
+        self.rule_id = widgets.Text(value=rule_id, description="rule_id")
+        self.priority = widgets.IntText(value=priority, description="priority")
+        self.applies_to = widgets.SelectMultiple(options=actions, value=tuple(applies_to), description="applies_to")
+        self.condition = widgets.Textarea(value=condition, description="condition")
+        self.decision = widgets.Dropdown(options=[b.value for b in Boundary], value=decision, description="decision")
+        self.version = widgets.Text(value=version, description="version")
+        self.gate = widgets.Text(value=gate, description="gate", layout=widgets.Layout(width="90%"))
+        self.button = widgets.Button(description="Review edit", button_style="primary")
+        self.output = widgets.Output()
+        self.button.on_click(lambda _: self.show())
+        self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="rule_editor_"))
+        self.last: ReviewOutcome | None = None
+        self.error: str | None = None
+
+    @property
+    def widget(self) -> widgets.Widget:
+        return widgets.VBox([self.rule_id, self.priority, self.applies_to, self.condition, self.decision,
+                             self.version, self.gate, self.button, self.output])
+
+    def candidate_rules(self) -> list:
+        """The base program with the edited rule replacing (or joining) its namesake."""
+        try:
+            condition = json.loads(self.condition.value)
+        except ValueError as exc:
+            raise DataError(ErrorCode.INVALID_JSON, "a JSON object condition",
+                            field="condition_json", detail=str(exc)) from None
+        edited = rule(self.rule_id.value.strip(), int(self.priority.value), tuple(self.applies_to.value) or ("*",),
+                      condition, self.decision.value, self.version.value.strip() or "v1", "edited in notebook 10")
+        return [r for r in self.assets.policy.rules if r.rule_id != edited.rule_id] + [edited]
+
+    def review(self) -> ReviewOutcome:
+        """Impact, shadow replay, diff and gate of the current widget values (raises typed errors)."""
+        gate = Gate.parse(self.gate.value)
+        candidate = write_release(self.workdir / "candidate", self.base, rules=self.candidate_rules())
+        edit = compare_assets(self.base, candidate)
+        shadow = shadow_replay(self.ledgers, edit)
+        report = diff_ledgers(self.ledgers, shadow_ledgers(shadow))
+        self.last = ReviewOutcome(impact(edit, self.ledgers), shadow, report, gate.evaluate(report))
+        return self.last
+
+    def show(self) -> ReviewOutcome | None:
+        """:meth:`review` with the result (or the typed error) written to the output area."""
+        self.output.clear_output()
+        with self.output:
+            try:
+                outcome = self.review()
+            except KitError as exc:
+                self.error = str(exc)
+                print(f"not reviewed: {exc}")
+                return None
+            self.error = None
+            print(outcome.summary().to_string(index=False))
+            for line in outcome.gate.lines():
+                print(line)
+        return outcome
+
+
+def trace_pair(ledgers: LedgerSet, shadow: ShadowResult, task_key: str, case_id: str,
+               repeat_id: str = "0") -> pd.DataFrame:
+    """A changed case's two traces side by side: the base decision (replayed under the base assets, as recorded)
+    and the shadow decision under the candidate."""
+    task = ledgers.tasks[task_key]
+    row = next(r for r in task.rows if (r.case_id, r.repeat_id) == (case_id, repeat_id))
+    base = replay_rows(ledgers.assets.controller(ControllerOptions.for_system(task.system)), [row], task.cases,
+                       receipts=task.receipts).decisions[0]
+    shadow_task = next(t for t in shadow.tasks if t.key == task_key)
+    cand = next(r.decision for r in shadow_task.rows if (r.row.case_id, r.row.repeat_id) == (case_id, repeat_id))
+
+    def steps(d) -> dict[str, str]:
+        return {e.step.value: f"{e.outcome} — {e.detail}" if e.detail else e.outcome for e in d.trace()}
+
+    a, b = steps(base), steps(cand)
+    order = list(dict.fromkeys([*a, *b]))
+    return pd.DataFrame({"step": order, "base": [a.get(k, "") for k in order],
+                         "candidate": [b.get(k, "") for k in order]})
+
+
+__all__ = ["ReviewOutcome", "RuleEditor", "trace_pair"]

@@ -1,0 +1,504 @@
+"""Interactive exploration for notebooks 00 and 08: controls whose logic runs (and is tested) without a browser.
+
+* :class:`Figure1Explorer` — the paper's Figure 1 as a control: one toggle per runtime-state predicate, the
+  proposal (action, object, topk) and the A-state switch; every change re-decides the request with
+  :meth:`Controller.decide` and redraws the terminal, the trace and the decision-path figure.
+* :class:`MetaRouteExplorer` — sliders for the main executor constants; every change re-runs the fast
+  (vectorized, seeded) MetaRoute executor and redraws success, cost and latency per policy.
+
+Both keep their result on the kernel side (``explorer.decision`` / ``explorer.run`` and the ``value`` of plain
+HTML widgets), so tests set widget values in Python and assert what was redrawn; the browser test reads the same
+state from the page (stable CSS classes: ``routebr-state-<predicate>``, ``routebr-terminal``,
+``metaroute-<key>``).  A bad input (an unparsable topk, an invalid configuration) is shown as its typed error,
+never as a traceback.  The figure functions and the closing conclusions of 00 and 08 live here as well.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyBboxPatch
+
+from ..core.controller import Controller, Decision, TraceStep
+from ..core.errors import DataError, ErrorCode, KitError
+from ..core.records import NONE, UNRESOLVED, RouteRequest, RuntimeState, Terminal
+from ..metaroute import MetaRouteConfig, Mode, Suite, run_benchmark
+from ..metaroute.analysis import summary_frame
+from ..metaroute.run import BenchmarkRun
+from .conclusions import Conclusion
+
+#: Colour-blind-safe palette of every figure drawn here.
+PALETTE = "colorblind"
+_TRACE_ORDER = tuple(TraceStep)
+
+
+# ------------------------------------------------------------------------------------------------ figures
+
+
+def _step_colours() -> dict[str, Any]:
+    c = sns.color_palette(PALETTE)
+    return {"pass": c[0], "stop": c[3], "dispatch": c[2], "skipped": (0.88, 0.88, 0.88)}
+
+
+def _step_kind(decision: Decision, step: TraceStep, outcome: str) -> str:
+    if step is TraceStep.EMIT:
+        return "dispatch" if decision.dispatched else "stop"
+    if step is TraceStep.STATE_GATE and decision.rule is not None and decision.options.enforce_state:
+        return "pass" if decision.rule.decision.value == "ALLOW" else "stop"
+    if step is TraceStep.STATE_GATE and decision.state_errors:
+        return "stop"
+    if step is TraceStep.VALIDATE and outcome == "invalid" and decision.proposal is None:
+        return "stop"
+    if step is TraceStep.OBJECT_GATE and decision.terminal is Terminal.CLARIFY:
+        return "stop"
+    return "pass"
+
+
+def decision_paths_figure(decisions: Sequence[Decision], titles: Sequence[str] | None = None) -> Figure:
+    """Each decision's path through the controller as a column of steps, side by side (the paper's Figure 1).
+
+    A step the decision went through is blue, the step that stopped it vermilion, a dispatch green, and a step it
+    never reached grey — so two decisions that differ only in one runtime predicate show where they part.
+    """
+    decisions = list(decisions)
+    titles = list(titles) if titles is not None else [d.request_id for d in decisions]
+    colours = _step_colours()
+    fig, axes = plt.subplots(1, len(decisions), figsize=(4.6 * len(decisions), 5.2), squeeze=False)
+    for ax, decision, title in zip(axes[0], decisions, titles):
+        events = {e.step: e for e in decision.trace()}
+        steps = [s for s in _TRACE_ORDER if s is not TraceStep.REPAIR or s in events]
+        for row, step in enumerate(steps):
+            y = len(steps) - 1 - row
+            event = events.get(step)
+            kind = _step_kind(decision, step, event.outcome) if event else "skipped"
+            ax.add_patch(FancyBboxPatch((0.04, y + 0.14), 0.92, 0.72, boxstyle="round,pad=0.01,rounding_size=0.08",
+                                        facecolor=colours[kind], edgecolor="0.25", lw=0.8, alpha=0.9))
+            label = step.value.replace("_", " ").lower()
+            text = event.outcome if event else "not reached"
+            dark = kind in ("pass", "stop", "dispatch")
+            ax.text(0.08, y + 0.62, label, fontsize=9, weight="bold", va="center",
+                    color="white" if dark else "0.3")
+            ax.text(0.08, y + 0.36, text if len(text) <= 42 else text[:41] + "…", fontsize=8.5, va="center",
+                    color="white" if dark else "0.3")
+            if row:
+                ax.annotate("", (0.5, y + 0.86), (0.5, y + 1.14), arrowprops={"arrowstyle": "-|>", "color": "0.35"})
+        ax.set(xlim=(0, 1), ylim=(0, len(steps)), xticks=[], yticks=[])
+        ax.set_title(f"{title}\n→ {decision.terminal.value}", fontsize=10)
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+    handles = [FancyBboxPatch((0, 0), 1, 1, facecolor=colours[k], edgecolor="0.25") for k in colours]
+    fig.legend(handles, ["passed", "stopped here", "dispatched", "not reached"], loc="lower center", ncol=4,
+               frameon=False, fontsize=9)
+    fig.suptitle("Figure 1: the same proposal through the controller under two runtime states", fontsize=11)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
+
+
+def policy_outcomes_figure(evaluation: Any, title: str = "Success, cost and latency per policy") -> Figure:
+    """Three panels — success rate (with its 95% seed-level interval), mean cost, mean latency — per policy."""
+    frame = summary_frame(evaluation)
+    order = list(frame["policy"])
+    colours = dict(zip(order, sns.color_palette(PALETTE, len(order))))
+    fig, axes = plt.subplots(1, 3, figsize=(13, 0.38 * len(order) + 1.8), sharey=True)
+    panels = (("success_rate", "success rate", "success_ci95"), ("mean_cost", "mean cost", None),
+              ("mean_latency_s", "mean latency (s)", None))
+    for ax, (column, label, err) in zip(axes, panels):
+        ax.barh(order, frame[column], xerr=frame[err] if err else None, color=[colours[p] for p in order],
+                edgecolor="0.3", lw=0.5, capsize=3)
+        ax.set(xlabel=label)
+        if column == "success_rate":
+            ax.set_xlim(0, 1)
+    axes[0].invert_yaxis()  # shared: best utility on top in every panel
+    axes[0].set_ylabel("policy (utility order)")
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def _png(fig: Figure) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+# ------------------------------------------------------------------------------------------ Figure 1 explorer
+
+
+def parse_topk(text: str) -> list[str]:
+    """``"A5, A3"`` → ``["A5", "A3"]`` (commas or spaces; the controller's contract checks the rest)."""
+    return [part for part in text.replace(",", " ").split() if part]
+
+
+class Figure1Explorer:
+    """Toggle runtime-state predicates and edit the proposal; the decision, trace and figure follow.
+
+    ``explorer.decision`` is the current :class:`Decision`; ``explorer.terminal.value`` the HTML the page shows
+    (class ``routebr-terminal``, attribute ``data-terminal``); ``explorer.redraws`` counts redraws.
+    """
+
+    def __init__(self, controller: Controller, request: RouteRequest, proposal: Mapping[str, Any], *,
+                 draw_figure: bool = True) -> None:
+        if not isinstance(controller, Controller):
+            raise DataError(ErrorCode.WRONG_TYPE, "a Controller", got=controller, field="controller")
+        if not isinstance(request, RouteRequest):
+            raise DataError(ErrorCode.WRONG_TYPE, "a RouteRequest", got=request, field="request")
+        missing = [k for k in ("action_id", "object_id", "topk") if k not in proposal]
+        if missing:
+            raise DataError(ErrorCode.MISSING_COLUMN, "a proposal with action_id, object_id and topk",
+                            field=missing[0], got=dict(proposal))
+        self.controller, self.request, self.draw_figure = controller, request, draw_figure
+        self.redraws = 0
+        self.states: dict[str, widgets.Widget] = {}
+        for name, value in request.state.values.items():
+            if isinstance(value, bool):
+                control = widgets.ToggleButton(value=value, description=name, tooltip=f"runtime state: {name}",
+                                               layout=widgets.Layout(width="220px"))
+            else:
+                control = widgets.Text(value=str(value), description=name,
+                                       style={"description_width": "initial"})
+            control.add_class("routebr-state")
+            control.add_class(f"routebr-state-{name}")
+            self.states[name] = control
+        objects = [e.object_id for e in request.candidates] + [UNRESOLVED, NONE]
+        actions = list(controller.catalog.ids)
+        start_object = proposal["object_id"] if proposal["object_id"] in objects else objects[0]
+        self.action = widgets.Dropdown(options=actions, value=proposal["action_id"] if proposal["action_id"]
+                                       in actions else actions[0], description="action_id")
+        self.object = widgets.Dropdown(options=objects, value=start_object, description="object_id")
+        self.topk = widgets.Text(value=", ".join(proposal["topk"]), description="topk",
+                                 layout=widgets.Layout(width="480px"))
+        self.enforce_state = widgets.Checkbox(value=controller.options.enforce_state,
+                                              description="enforce state (off = A-state)")
+        for control, cls in ((self.action, "routebr-action"), (self.object, "routebr-object"),
+                             (self.topk, "routebr-topk"), (self.enforce_state, "routebr-enforce-state")):
+            control.add_class(cls)
+        self.terminal = widgets.HTML()
+        self.terminal.add_class("routebr-terminal-box")
+        self.trace_html = widgets.HTML()
+        self.trace_html.add_class("routebr-trace")
+        self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="520px"))
+        self.decision: Decision | None = None
+        self.error: str | None = None
+        for control in [*self.states.values(), self.action, self.object, self.topk, self.enforce_state]:
+            control.observe(self._changed, names="value")
+        self.update()
+
+    # -------------------------------------------------------------------------------------------- inputs
+    def state(self) -> RuntimeState:
+        """The runtime state the toggles describe (non-boolean fields as typed text)."""
+        return RuntimeState({name: control.value for name, control in self.states.items()})
+
+    def proposal(self) -> dict[str, Any]:
+        """The proposal the controls describe, as the model's stored first output."""
+        return {"action_id": self.action.value, "object_id": self.object.value, "topk": parse_topk(self.topk.value)}
+
+    # -------------------------------------------------------------------------------------------- logic
+    def decide(self) -> Decision:
+        controller = self.controller
+        if controller.options.enforce_state is not self.enforce_state.value:
+            controller = controller.with_options(enforce_state=self.enforce_state.value)
+        return controller.decide(self.request.with_state(self.state()), self.proposal())
+
+    def _changed(self, _change: Any) -> None:
+        self.update()
+
+    def update(self) -> Decision | None:
+        """Re-decide and redraw; a typed error is shown in place of the result."""
+        try:
+            decision = self.decide()
+        except KitError as exc:
+            self.decision, self.error = None, str(exc)
+            self.terminal.value = (f'<div class="routebr-terminal" data-terminal="ERROR"><b>not decided:</b> '
+                                   f"{html.escape(str(exc))}</div>")
+            self.trace_html.value = ""
+            return None
+        self.decision, self.error = decision, None
+        emitted = (f"DISPATCH({decision.action_id}, {decision.object_id})" if decision.dispatched
+                   else decision.terminal.value)
+        colour = "#009E73" if decision.dispatched else "#D55E00"
+        self.terminal.value = (
+            f'<div class="routebr-terminal" data-terminal="{decision.terminal.value}" '
+            f'style="font-size:1.25em;padding:4px 8px;border-left:6px solid {colour}">'
+            f"<b>{html.escape(emitted)}</b> &nbsp; <code>{decision.reason.value}</code>"
+            f" &nbsp; rule {html.escape(decision.rule_id or '—')}</div>")
+        rows = "".join(f"<tr><td>{e.step.value}</td><td>{html.escape(e.outcome)}</td>"
+                       f"<td>{html.escape(e.detail)}</td></tr>" for e in decision.trace())
+        self.trace_html.value = ("<table><thead><tr><th>step</th><th>outcome</th><th>detail</th></tr></thead>"
+                                 f"<tbody>{rows}</tbody></table>")
+        if self.draw_figure:
+            self.image.value = _png(decision_paths_figure([decision], ["current controls"]))
+        self.redraws += 1
+        return decision
+
+    def summary(self) -> str:
+        """One static line for papermill / nbval: what the controls currently decide."""
+        if self.decision is None:
+            return f"not decided: {self.error}"
+        d = self.decision
+        loaded = self.request.state.values
+        changed = ", ".join(f"{k}={v}" for k, v in self.state().values.items() if loaded.get(k) != v)
+        gate = "" if self.enforce_state.value else "; state not enforced (A-state)"
+        return (f"terminal {d.terminal.value}; path {d.strict_path}; rule {d.rule_id}; reason {d.reason.value}; "
+                f"state changed: {changed or 'none'}{gate}")
+
+    @property
+    def widget(self) -> widgets.Widget:
+        toggles = widgets.GridBox(list(self.states.values()),
+                                  layout=widgets.Layout(grid_template_columns="repeat(3, 230px)"))
+        controls = widgets.VBox([widgets.HTML("<b>Runtime state</b> (the model never sees it)"), toggles,
+                                 widgets.HTML("<b>Proposal</b> (what the model returned)"), self.action,
+                                 self.object, self.topk, self.enforce_state])
+        box = widgets.VBox([controls, self.terminal, widgets.HBox([self.trace_html, self.image])])
+        box.add_class("routebr-figure1-explorer")
+        return box
+
+
+# ------------------------------------------------------------------------------------------ MetaRoute explorer
+
+#: The executor constants the explorer exposes: dotted key → (min, max, step).
+EXECUTOR_SLIDERS: Mapping[str, tuple[float, float, float]] = {
+    "executor.base_success": (0.3, 0.95, 0.01),
+    "executor.recovery_success": (0.0, 1.0, 0.02),
+    "executor.failure_penalty": (0.0, 0.6, 0.01),
+    "executor.mismatch_penalty": (0.0, 0.2, 0.005),
+    "executor.coordination_penalty": (0.0, 0.15, 0.005),
+    "executor.operations.use_tool.failure": (0.0, 0.5, 0.01),
+}
+
+
+def _config_value(config: MetaRouteConfig, dotted: str) -> Any:
+    node: Any = config
+    for part in dotted.split("."):
+        if not hasattr(node, "__dataclass_fields__") or part not in node.__dataclass_fields__:
+            raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a MetaRoute configuration key", field=dotted, got=part)
+        node = getattr(node, part)
+    if isinstance(node, bool) or not isinstance(node, (int, float)):
+        raise DataError(ErrorCode.WRONG_TYPE, "a numeric configuration constant", field=dotted, got=node)
+    return node
+
+
+class MetaRouteExplorer:
+    """Sliders over executor constants; each change re-runs the fast executor and redraws the policy panels.
+
+    ``explorer.run`` is the current :class:`BenchmarkRun` (``explorer.overrides()`` the constants it used),
+    ``explorer.table.value`` the summary HTML, ``explorer.image.value`` the PNG, ``explorer.redraws`` a count.
+    """
+
+    def __init__(self, config: MetaRouteConfig = MetaRouteConfig(), *, seeds: int = 10,
+                 sliders: Mapping[str, tuple[float, float, float]] = EXECUTOR_SLIDERS,
+                 draw_figure: bool = True) -> None:
+        if not isinstance(config, MetaRouteConfig):
+            raise DataError(ErrorCode.WRONG_TYPE, "a MetaRouteConfig", got=config, field="config")
+        if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+            raise DataError(ErrorCode.INVALID_VALUE, "a positive number of seeds", got=seeds, field="seeds")
+        self.base, self.draw_figure, self.redraws = config, draw_figure, 0
+        self.sliders: dict[str, widgets.FloatSlider] = {}
+        for key, (low, high, step) in sliders.items():
+            value = _config_value(config, key)
+            slider = widgets.FloatSlider(value=value, min=low, max=high, step=step, description=key.split(".", 1)[1],
+                                         continuous_update=False, readout_format=".3f",
+                                         style={"description_width": "200px"}, layout=widgets.Layout(width="520px"))
+            slider.add_class("metaroute-" + key.replace(".", "-").replace("_", "-"))
+            self.sliders[key] = slider
+        self.seeds = widgets.IntSlider(value=seeds, min=1, max=60, description="seeds", continuous_update=False,
+                                       style={"description_width": "200px"}, layout=widgets.Layout(width="520px"))
+        self.seeds.add_class("metaroute-seeds")
+        self.table = widgets.HTML()
+        self.table.add_class("metaroute-summary")
+        self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="900px"))
+        self.run: BenchmarkRun | None = None
+        self.error: str | None = None
+        for control in [*self.sliders.values(), self.seeds]:
+            control.observe(self._changed, names="value")
+        self.update()
+
+    def overrides(self) -> dict[str, float]:
+        """The slider values as dotted configuration overrides (rounded to the slider's step)."""
+        return {key: round(float(s.value), 6) for key, s in self.sliders.items()}
+
+    def config(self) -> MetaRouteConfig:
+        return self.base.with_overrides(self.overrides())
+
+    def _changed(self, _change: Any) -> None:
+        self.update()
+
+    def update(self) -> BenchmarkRun | None:
+        """Re-run the fast executor with the current constants and redraw (typed errors shown, not raised)."""
+        try:
+            run = run_benchmark(int(self.seeds.value), suite=Suite.MAIN, mode=Mode.FAST, config=self.config())
+        except KitError as exc:
+            self.run, self.error = None, str(exc)
+            self.table.value = f"<b>not run:</b> {html.escape(str(exc))}"
+            return None
+        self.run, self.error = run, None
+        frame = self.frame()
+        self.table.value = frame.to_html(index=False, float_format=lambda v: f"{v:.3f}", border=0)
+        if self.draw_figure:
+            self.image.value = _png(policy_outcomes_figure(
+                run.evaluation, f"Fast executor, {self.seeds.value} seeds: success, cost and latency per policy"))
+        self.redraws += 1
+        return run
+
+    def frame(self) -> pd.DataFrame:
+        """The current run's per-policy success, interval, cost, latency and utility (utility order)."""
+        if self.run is None:
+            return pd.DataFrame(columns=["policy", "success_rate", "success_ci95", "mean_cost", "mean_latency_s",
+                                         "utility"])
+        return summary_frame(self.run.evaluation)[["policy", "success_rate", "success_ci95", "mean_cost",
+                                                   "mean_latency_s", "utility"]]
+
+    def summary(self) -> str:
+        """One static line for papermill / nbval."""
+        if self.run is None:
+            return f"not run: {self.error}"
+        top = self.run.evaluation.summaries[0]
+        return (f"fast mode, {self.seeds.value} seeds, {len(self.run.evaluation.summaries)} policies; best utility: "
+                f"{top.policy} (success {top.success_rate:.3f}, cost {top.mean_cost:.2f}, "
+                f"latency {top.mean_latency_s:.1f} s)")
+
+    @property
+    def widget(self) -> widgets.Widget:
+        box = widgets.VBox([*self.sliders.values(), self.seeds, self.image, self.table])
+        box.add_class("metaroute-explorer")
+        return box
+
+
+# ------------------------------------------------------------------------------------------ conclusions 00 / 08
+
+
+class _Facts:
+    """Every number in a conclusion goes through here, so ``texts[name]`` occurs verbatim in the Markdown."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.texts: dict[str, str] = {}
+
+    def put(self, name: str, value: Any, text: str) -> str:
+        self.values[name], self.texts[name] = value, text
+        return text
+
+    def pct(self, name: str, rate: float) -> str:
+        return self.put(name, round(float(rate), 4), f"{100 * float(rate):.1f}%")
+
+    def points(self, name: str, value: float) -> str:
+        return self.put(name, round(float(value), 2), f"{float(value):.1f}")
+
+    def conclusion(self, bullets: Sequence[str], source: str) -> Conclusion:
+        # no heading: notebooks 00 and 08 put "## What the numbers mean" in the Markdown cell above
+        lines = [f"*Computed from this run — {source}.*", ""]
+        return Conclusion("\n".join(lines + [f"* {b}" for b in bullets]), dict(self.values), dict(self.texts))
+
+
+def quickstart_conclusion(permitted: Decision, forbidden: Decision, closed: Decision) -> Conclusion:
+    """Notebook 00: what separated the two Figure-1 decisions, and how the invalid proposal ended."""
+    f = _Facts()
+    bullets = []
+    same = permitted.first_output == forbidden.first_output
+    f.values["same_proposal"] = same
+    f.put("permitted_terminal", permitted.terminal.value, permitted.terminal.value)
+    f.put("forbidden_terminal", forbidden.terminal.value, forbidden.terminal.value)
+    if same and permitted.terminal is not forbidden.terminal:
+        rule = forbidden.rule
+        rule_text = f.put("forbidden_rule", forbidden.rule_id, str(forbidden.rule_id))
+        detail = (f" (priority {f.put('forbidden_priority', rule.priority, str(rule.priority))}, "
+                  f"{rule.condition.describe()} → {rule.decision.value})") if rule else ""
+        bullets.append(f"The proposal was identical in both requests, yet one ended in `{permitted.terminal.value}` "
+                       f"and the other in `{forbidden.terminal.value}`: the **runtime state alone** separated them, "
+                       f"through rule **{rule_text}**{detail}, which the model never saw.")
+    else:
+        bullets.append(f"In this run both requests ended in `{permitted.terminal.value}` / "
+                       f"`{forbidden.terminal.value}` (same proposal: {same}) — the runtime-state change did not "
+                       "separate them, so Figure 1's contrast does not hold for these parameters.")
+    lower = list(forbidden.topk[1:])
+    if lower:
+        bullets.append(f"The rejected request's lower-ranked candidates {lower} were never consulted: the controller "
+                       f"committed to `{forbidden.proposal.action_id}` and stopped there.")
+    codes = sorted({e.code.value for e in closed.errors})
+    terminal = f.put("closed_terminal", closed.terminal.value, closed.terminal.value)
+    reason = f.put("closed_reason", closed.reason.value, closed.reason.value)
+    calls = f.put("closed_calls", closed.calls, str(closed.calls))
+    verdict = "a bounded terminal, not a dispatch" if not closed.dispatched else "a DISPATCH — a bug to report"
+    bullets.append(f"The out-of-registry proposal ended in `{terminal}` with reason `{reason}` after {calls} model "
+                   f"calls (errors: {', '.join(codes)}): {verdict}.")
+    bullets.append("Every decision here is deterministic: replaying the stored proposal through the controller "
+                   "gives the same record, which is how notebook 07 replays the published executions.")
+    return f.conclusion(bullets, "scripted proposals through the kit's controller")
+
+
+def metaroute_conclusion(run: BenchmarkRun, difficulty: pd.DataFrame, failures: pd.DataFrame, *,
+                         match: Mapping[str, bool] | None, published: pd.DataFrame | None = None) -> Conclusion:
+    """Notebook 08: the adaptive router against the rule table and the rest, by workload and difficulty.
+
+    ``match`` is the byte-for-byte comparison with the published files (None when it was not made);
+    ``published`` the published ``summary.csv`` (its values appear only labelled as published).
+    """
+    f = _Facts()
+    ev = run.evaluation
+    bullets = []
+    summaries = {s.policy: s for s in ev.summaries}
+    comparisons = {c.baseline: c for c in ev.comparisons}
+    if "adaptive" in summaries and "static_workload" in comparisons:
+        a, s, c = summaries["adaptive"], summaries["static_workload"], comparisons["static_workload"]
+        verdict = ("the interval excludes zero" if c.significant else "the interval includes zero, so this run "
+                   "cannot tell them apart")
+        bullets.append(
+            f"**adaptive** succeeds on {f.pct('adaptive_success', a.success_rate)} of traces against "
+            f"{f.pct('static_success', s.success_rate)} for the per-workload rule table (*static_workload*): a "
+            f"paired difference of {f.points('margin_pts', 100 * c.success_difference)} points, seed-level 95% "
+            f"interval ±{f.points('margin_ci_pts', 100 * c.success_difference_ci95)} — {verdict}; it costs "
+            f"{f.points('cost_pct', 100 * (a.mean_cost / s.mean_cost - 1))}% more and takes "
+            f"{f.points('latency_pct', 100 * (a.mean_latency_s / s.mean_latency_s - 1))}% longer.")
+        others = [p for p in ("one_shot", "direct") if p in comparisons]
+        if others:
+            gaps = "; ".join(
+                f"*{p}* {f.points(p + '_gap_pts', abs(100 * comparisons[p].success_difference))} points "
+                + ("behind" if comparisons[p].success_difference >= 0 else "ahead") for p in others)
+            bullets.append(f"Against the simpler policies: {gaps}.")
+        by = ev.workload_success  # policy -> workload -> success rate
+        workloads = {w: by["adaptive"][w] - by["static_workload"][w] for w in by["adaptive"]}
+        best = max(workloads, key=workloads.get)
+        levels = difficulty.loc["adaptive"] - difficulty.loc["static_workload"]
+        ahead = [str(lv) for lv, v in levels.items() if v > 0]
+        per_level = ", ".join(f"level {lv}: {f.points(f'level_{lv}_pts', 100 * v)}" for lv, v in levels.items())
+        bullets.append(f"The margin is not uniform: largest on *{best}* "
+                       f"({f.points('best_workload_pts', 100 * workloads[best])} points over the rule table); by "
+                       f"difficulty (adaptive minus rule table, points) {per_level} — adaptive is ahead on levels "
+                       f"{', '.join(ahead) if ahead else 'none'}.")
+    else:
+        bullets.append("This run does not contain both adaptive and static_workload, so the headline comparison "
+                       "is not made.")
+    ops = failures[failures["label"] != "task_failure"]
+    if len(ops):
+        share = ops.groupby("policy")[["successful", "traces"]].sum()
+        rate = share["successful"] / share["traces"]
+        bullets.append(f"Operation-failure labels are not failed tasks: {f.pct('label_success_min', rate.min())}–"
+                       f"{f.pct('label_success_max', rate.max())} of the labelled traces (per policy) still "
+                       "succeeded.")
+    if match is not None:
+        identical = all(match.values())
+        f.values["published_identical"] = identical
+        bullets.append("The exported files are byte-for-byte the published ones (" +
+                       ", ".join(f"{k}: {v}" for k, v in match.items()) + ")." if identical else
+                       "The exported files differ from the published ones: " + ", ".join(
+                           k for k, v in match.items() if not v) + ".")
+    if published is not None and "adaptive" in set(published["policy"]):
+        row = published[published["policy"] == "adaptive"].iloc[0]
+        bullets.append(f"Published (MetaRoute artifact, for reference): adaptive success "
+                       f"{f.pct('published_adaptive_success', float(row['success_rate']))}.")
+    bullets.append("These are results of a seeded *offline* model of costs, failures and success probabilities, "
+                   "not of deployed agents; every constant can be changed (`overrides`, or the sliders above).")
+    source = f"{run.mode.value} mode, {len(run.traces.seeds)} seeds"
+    return f.conclusion(bullets, source)
+
+
+__all__ = ["EXECUTOR_SLIDERS", "PALETTE", "Figure1Explorer", "MetaRouteExplorer", "decision_paths_figure",
+           "metaroute_conclusion", "parse_topk", "policy_outcomes_figure", "quickstart_conclusion"]

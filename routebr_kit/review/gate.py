@@ -1,0 +1,195 @@
+"""Release gates: criteria over a :class:`~routebr_kit.review.diff.DiffReport` that decide the CI exit status.
+
+A gate is a list of criteria, each ``METRIC[SPLIT] OP NUMBER[pp]``::
+
+    new_false_dispatch <= 0
+    path_exact_drop <= 1.0pp
+    flip_pairs_drop <= 0
+    path_exact_drop[MAIN] <= 0.5pp
+
+given inline (separated by ``,``, ``;`` or newlines) or as a JSON/YAML file holding a list of such strings, a
+mapping ``{metric: "<= 0"}``, or either under a ``gate`` key.  Rate metrics (``*_drop`` of a rate) are in
+percentage points and must say so (``pp``); count metrics must not.  Unknown metrics, operators, splits and
+malformed numbers are typed :class:`~routebr_kit.core.errors.DataError` values, never a silent default.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import operator
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import DataError, ErrorCode
+from ..store.cases import Split
+from ..store.files import read_yaml
+from .diff import DiffReport
+
+#: Every metric a gate may read, with its unit.
+METRICS: Mapping[str, str] = {
+    "changed": "count", "new_false_dispatch": "count", "new_false_block": "count", "fixed": "count",
+    "other_path_change": "count", "trace_only": "count", "new_errors": "count", "needs_live_rerun": "count",
+    "flip_pairs_drop": "count", "false_dispatch_increase": "count", "false_block_increase": "count",
+    "path_exact_drop": "pp", "strict_exact_drop": "pp", "object_accuracy_drop": "pp",
+}
+OPERATORS: Mapping[str, Callable[[float, float], bool]] = {
+    "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
+}
+#: The gate a release review uses when none is given: no new false dispatch, at most 1pp exact-match drop, no lost
+#: FLIP pair.
+DEFAULT_GATE = "new_false_dispatch <= 0, path_exact_drop <= 1.0pp, flip_pairs_drop <= 0"
+
+_CRITERION = re.compile(r"^\s*(?P<metric>[A-Za-z_]+)\s*(?:\[\s*(?P<split>[A-Za-z]+)\s*\])?\s*"
+                        r"(?P<op><=|>=|==|<|>)\s*(?P<number>[-+]?\d+(?:\.\d+)?)\s*(?P<unit>pp)?\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Criterion:
+    metric: str
+    op: str
+    threshold: float
+    split: str | None = None
+
+    @property
+    def unit(self) -> str:
+        return METRICS[self.metric]
+
+    def __str__(self) -> str:
+        where = f"[{self.split}]" if self.split else ""
+        number = f"{self.threshold:g}" + ("pp" if self.unit == "pp" else "")
+        return f"{self.metric}{where} {self.op} {number}"
+
+
+@dataclass(frozen=True, slots=True)
+class CriterionResult:
+    criterion: Criterion
+    value: float
+    passed: bool
+
+    def line(self) -> str:
+        shown = f"{self.value:.3f}pp" if self.criterion.unit == "pp" else f"{self.value:g}"
+        return f"{'PASS' if self.passed else 'FAIL'} {self.criterion} (measured {shown})"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"criterion": str(self.criterion), "value": self.value, "passed": self.passed}
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    results: tuple[CriterionResult, ...]
+    source: str
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.results)
+
+    def lines(self) -> list[str]:
+        return [r.line() for r in self.results] + [f"gate {'PASSED' if self.passed else 'FAILED'} ({self.source})"]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"passed": self.passed, "source": self.source, "criteria": [r.as_dict() for r in self.results]}
+
+
+def parse_criterion(text: str, *, where: str = "gate") -> Criterion:
+    match = _CRITERION.match(text)
+    if match is None:
+        bad_op = re.search(r"(=<|=>|!=|<>|=(?!=))", text)
+        if bad_op and not re.search(r"(<=|>=|==)", text):
+            raise DataError(ErrorCode.UNKNOWN_OPERATOR, "one of " + ", ".join(OPERATORS), got=text, field=where)
+        raise DataError(ErrorCode.INVALID_VALUE, "a criterion 'METRIC[SPLIT] OP NUMBER[pp]', e.g. "
+                        "'path_exact_drop <= 1.0pp'", got=text, field=where)
+    metric, split, op, number, unit = match.group("metric", "split", "op", "number", "unit")
+    if metric not in METRICS:
+        raise DataError(ErrorCode.UNKNOWN_ENUM, "a gate metric (" + ", ".join(METRICS) + ")", got=metric, field=where)
+    if split is not None:
+        split = split.upper()
+        if split not in {s.value for s in Split}:
+            raise DataError(ErrorCode.UNKNOWN_ENUM, "a split (MAIN, FLIP, ENTITY, DEV)", got=split, field=where)
+    threshold = float(number)
+    if not math.isfinite(threshold):  # pragma: no cover - the pattern admits only finite decimals
+        raise DataError(ErrorCode.INVALID_VALUE, "a finite number", got=number, field=where)
+    if METRICS[metric] == "pp" and unit is None:
+        raise DataError(ErrorCode.INVALID_OPERAND, f"{metric} in percentage points (write e.g. {number}pp)",
+                        got=text, field=where)
+    if METRICS[metric] == "count" and unit is not None:
+        raise DataError(ErrorCode.INVALID_OPERAND, f"{metric} as a count (no 'pp')", got=text, field=where)
+    return Criterion(metric, op, threshold, split)
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    criteria: tuple[Criterion, ...]
+    source: str = "inline"
+
+    @classmethod
+    def parse(cls, spec: str, *, source: str = "inline") -> Gate:
+        parts = [p for p in re.split(r"[,;\n]", spec) if p.strip() and not p.strip().startswith("#")]
+        if not parts:
+            raise DataError(ErrorCode.EMPTY_VALUE, "at least one gate criterion", got=spec, field="gate")
+        return cls(tuple(parse_criterion(p) for p in parts), source)
+
+    @classmethod
+    def from_items(cls, items: Any, *, source: str) -> Gate:
+        if isinstance(items, Mapping) and "gate" in items and len(items) == 1:
+            items = items["gate"]
+        texts: list[str] = []
+        if isinstance(items, str):
+            return cls.parse(items, source=source)
+        if isinstance(items, Mapping):
+            for metric, rule in items.items():
+                if not isinstance(rule, (str, int, float)) or isinstance(rule, bool):
+                    raise DataError(ErrorCode.WRONG_TYPE, "'OP NUMBER[pp]' per metric", got=rule, file=source,
+                                    field=str(metric))
+                texts.append(f"{metric} {rule}" if isinstance(rule, str) else f"{metric} <= {rule}")
+        elif isinstance(items, Sequence) and all(isinstance(i, str) for i in items):
+            texts = list(items)
+        else:
+            raise DataError(ErrorCode.WRONG_TYPE, "a list of criteria or a mapping metric -> 'OP NUMBER'",
+                            got=items, file=source)
+        if not texts:
+            raise DataError(ErrorCode.EMPTY_VALUE, "at least one gate criterion", file=source)
+        try:
+            return cls(tuple(parse_criterion(t) for t in texts), source)
+        except DataError as exc:
+            raise exc.at(file=source) from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> Gate:
+        path = Path(path)
+        if path.suffix.lower() == ".json":
+            try:
+                doc = json.loads(path.read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                raise DataError(ErrorCode.FILE_NOT_FOUND, "a gate file", file=str(path)) from None
+            except ValueError as exc:
+                raise DataError(ErrorCode.INVALID_JSON, "a JSON gate file", file=str(path), detail=str(exc)) from None
+        elif path.suffix.lower() in (".yaml", ".yml"):
+            doc = read_yaml(path, "a YAML gate file")
+        else:
+            raise DataError(ErrorCode.INVALID_VALUE, "a .json, .yaml or .yml gate file", file=str(path))
+        return cls.from_items(doc, source=str(path))
+
+    @classmethod
+    def from_arg(cls, value: str) -> Gate:
+        """A ``--gate`` value: an existing file, or an inline spec."""
+        if Path(value).suffix.lower() in (".json", ".yaml", ".yml"):
+            return cls.load(value)
+        return cls.parse(value)
+
+    def evaluate(self, report: DiffReport) -> GateResult:
+        results = []
+        for c in self.criteria:
+            value = float(report.metrics(c.split)[c.metric])
+            results.append(CriterionResult(c, value, OPERATORS[c.op](value, c.threshold)))
+        return GateResult(tuple(results), self.source)
+
+    def __str__(self) -> str:
+        return ", ".join(str(c) for c in self.criteria)
+
+
+__all__ = ["DEFAULT_GATE", "METRICS", "OPERATORS", "Criterion", "CriterionResult", "Gate", "GateResult",
+           "parse_criterion"]

@@ -1,0 +1,319 @@
+"""Ledger sets for the release review: a published artifact, a tree of run directories, or a shadow output.
+
+A :class:`LedgerSet` is every result folder under one root, keyed by its path relative to the results root
+(``select/deepseek_v4_primary/main`` for the published artifact and for a shadow of it; ``.`` for a single run
+directory).  Each :class:`LedgerTask` carries its rows, its gold cases, its receipts and the decision details the
+diff compares stage by stage (:class:`RowDetail`: winning rule and version, object gate, reason).
+
+Where details come from, by fidelity: the receipts' recorded decision (``summary.decision``, written by
+``routebr-kit run`` and by ``routebr-kit shadow``); otherwise, for a controller task whose assets are known (the
+published artifact), a replay of the rows through those assets by the one replay function
+(:func:`routebr_kit.runs.replay.replay_rows`), which reproduces every published row.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from ..core.controller import ControllerOptions, Decision
+from ..core.errors import DataError, ErrorCode
+from ..core.hashing import sha256_json
+from ..core.records import System, Terminal
+from ..runs.replay import replay_rows
+from ..store.artifact import CONFIRM, SELECT, Artifact, is_artifact_dir
+from ..store.assets import Assets, assets_beside, read_json
+from ..store.cases import Case, Split, load_cases
+from ..store.ledger import MANIFEST, PREDICTIONS, RAW, PredictionRow, read_predictions
+
+#: The manifest section a shadow output adds to each run directory it writes.
+SHADOW_KEY = "shadow"
+#: The top-level file of a shadow output.
+SHADOW_MANIFEST = "shadow_manifest.json"
+#: A shadow task's per-row records (flags, rule, object gate, reason), one JSON line per row.
+SHADOW_ROWS = "shadow_rows.jsonl"
+
+RowKey = tuple[str, str]  # (case_id, repeat_id)
+
+
+@dataclass(frozen=True, slots=True)
+class RowDetail:
+    """What a decision went through, beyond its ledger row (``None`` fields: the stage was not reached)."""
+
+    reason: str
+    rule_id: str | None = None
+    rule_version: str | None = None
+    rule_decision: str | None = None
+    object_resolution: str | None = None
+    repair_attempted: bool = False
+
+    @classmethod
+    def of_decision(cls, decision: Decision) -> RowDetail:
+        rule = decision.rule
+        return cls(decision.reason.value, rule.rule_id if rule else None, rule.version if rule else None,
+                   rule.decision.value if rule else None, decision.object_resolution.value,
+                   decision.repair_attempted)
+
+    @classmethod
+    def of_dict(cls, d: Mapping[str, Any]) -> RowDetail:
+        rule = d.get("rule") or {}
+        return cls(str(d.get("reason", "")), rule.get("rule_id"), rule.get("version"), rule.get("decision"),
+                   d.get("object_resolution"), bool(d.get("repair_attempted")))
+
+
+def gold_view(case: Case) -> dict[str, Any]:
+    g = case.gold
+    return {"case_id": case.case_id, "split": case.split.value, "pair_id": case.pair_id, "action": g.action,
+            "object_id": g.object_id, "boundary": g.boundary.value, "final_path": g.final_path,
+            "rule_ids": list(g.rule_ids)}
+
+
+def gold_sha256(rows: Sequence[PredictionRow], cases: Mapping[str, Case]) -> str:
+    """SHA-256 of the gold labels of the cases a ledger scores (sorted by case ID)."""
+    ids = sorted({r.case_id for r in rows})
+    return sha256_json([gold_view(cases[i]) for i in ids if i in cases])
+
+
+@dataclass(frozen=True)
+class LedgerTask:
+    """One result folder: rows of one system on one split, with the gold cases they are scored against."""
+
+    key: str
+    system: System
+    rows: tuple[PredictionRow, ...]
+    cases: Mapping[str, Case]
+    path: Path
+    receipts: tuple[Path, ...] = ()
+    manifest: Mapping[str, Any] = field(default_factory=dict)
+    details: Mapping[RowKey, RowDetail] = field(default_factory=dict)
+    cases_path: Path | None = None
+
+    @cached_property
+    def receipt_set(self) -> frozenset[Path]:
+        return frozenset(self.receipts)
+
+    @property
+    def split(self) -> str:
+        splits = sorted({self.cases[r.case_id].split.value for r in self.rows if r.case_id in self.cases})
+        return "+".join(splits)
+
+    @property
+    def gold_sha256(self) -> str:
+        return gold_sha256(self.rows, self.cases)
+
+    def row_keys(self) -> list[RowKey]:
+        return [(r.case_id, r.repeat_id) for r in self.rows]
+
+
+@dataclass(frozen=True)
+class LedgerSet:
+    """Every result folder under one root."""
+
+    root: Path
+    kind: str  # "artifact" | "runs"
+    tasks: Mapping[str, LedgerTask]
+    assets: Assets | None = None
+    manifest: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> int:
+        return sum(len(t.rows) for t in self.tasks.values())
+
+
+def _unique_rows(rows: Sequence[PredictionRow], file: str) -> None:
+    seen: dict[RowKey, int] = {}
+    for r in rows:
+        key = (r.case_id, r.repeat_id)
+        if key in seen:
+            raise DataError(ErrorCode.DUPLICATE_ID, "one row per (case_id, repeat_id)", file=file, line=r.line,
+                            field="case_id", got=f"{r.case_id} repeat {r.repeat_id}",
+                            detail=f"first seen on line {seen[key]}")
+        seen[key] = r.line
+
+
+CasesCache = dict[Path, dict[str, Case]]
+
+
+def load_ledgers(path: str | Path, *, cases: str | Path | None = None, assets: Assets | None = None,
+                 details: bool = True, cache: CasesCache | None = None) -> LedgerSet:
+    """The ledgers under ``path``: a published artifact directory, a run directory, or a tree of them.
+
+    ``cases`` is the gold cases file for run directories whose manifest does not name one (shadow outputs do);
+    ``assets`` the assets they ran under (default: the ones stored next to the cases file), needed only to
+    derive decision details of rows without receipts.  ``cache`` shares parsed cases files between loads (the diff
+    loads a base and a shadow of it, which name the same cases files).
+    """
+    cache = cache if cache is not None else {}
+    root = Path(path)
+    if is_artifact_dir(root):
+        return _artifact_set(Artifact(root), details, cache)
+    if not root.is_dir():
+        raise DataError(ErrorCode.FILE_NOT_FOUND, "a run directory, a shadow output or an artifact directory",
+                        file=str(root))
+    found = sorted({p.parent for p in root.rglob(PREDICTIONS) if RAW not in p.relative_to(root).parts[:-1]})
+    if not found:
+        raise DataError(ErrorCode.FILE_NOT_FOUND, f"at least one {PREDICTIONS} under the directory", file=str(root))
+    top = root / SHADOW_MANIFEST
+    top_manifest = read_json(top, "a shadow_manifest.json object") if top.exists() else {}
+    tasks = {}
+    for folder in found:
+        key = folder.relative_to(root).as_posix()
+        tasks[key] = _run_task(key, folder, cases, assets, cache, details)
+    return LedgerSet(root, "runs", tasks, assets, top_manifest)
+
+
+def _cases_file(folder: Path, manifest: Mapping[str, Any], explicit: str | Path | None) -> Path:
+    named = (manifest.get(SHADOW_KEY) or {}).get("cases_path")
+    if named:
+        return Path(named)
+    if explicit is not None:
+        return Path(explicit)
+    raise DataError(ErrorCode.EMPTY_VALUE, "--cases FILE (the gold cases of this run directory)",
+                    file=str(folder / MANIFEST), field="cases_path")
+
+
+def _run_task(key: str, folder: Path, cases_arg: str | Path | None, assets: Assets | None,
+              loaded: dict[Path, dict[str, Case]], want_details: bool) -> LedgerTask:
+    manifest_path = folder / MANIFEST
+    manifest = read_json(manifest_path, "a run_manifest.json object") if manifest_path.exists() else {}
+    if not manifest.get("system"):
+        raise DataError(ErrorCode.EMPTY_VALUE, "a run_manifest.json naming the run's system", file=str(manifest_path),
+                        field="system")
+    try:
+        system = System(manifest["system"])
+    except ValueError:
+        raise DataError(ErrorCode.UNKNOWN_ENUM, "a system (" + ", ".join(s.value for s in System) + ")",
+                        file=str(manifest_path), field="system", got=manifest["system"]) from None
+    rows = read_predictions(folder / PREDICTIONS)
+    _unique_rows(rows, str(folder / PREDICTIONS))
+    cases_path = _cases_file(folder, manifest, cases_arg)
+    resolved = cases_path.resolve()
+    if resolved not in loaded:
+        loaded[resolved] = {c.case_id: c for c in load_cases(cases_path)}
+    cases = loaded[resolved]
+    for r in rows:
+        if r.case_id not in cases:
+            raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a case of the gold cases file",
+                            file=str(folder / PREDICTIONS), line=r.line, field="case_id", got=r.case_id,
+                            detail=f"cases file {cases_path}")
+    raw = folder / RAW
+    receipts = tuple(sorted(raw.glob("*.json"))) if raw.is_dir() else ()
+    details: dict[RowKey, RowDetail] = {}
+    if want_details and system.uses_controller:
+        details = _shadow_details(folder / SHADOW_ROWS) or _receipt_details(receipts)
+        if len(details) < len(rows):
+            missing = [r for r in rows if (r.case_id, r.repeat_id) not in details]
+            chosen = assets if assets is not None else assets_beside(cases_path)
+            options = ControllerOptions.for_system(system, **controller_overrides(manifest))
+            details.update(_replayed_details(chosen, options, missing, cases, receipts))
+    return LedgerTask(key, system, rows, cases, folder, receipts, manifest, details, cases_path)
+
+
+def controller_overrides(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The controller options a kit run manifest records (published manifests record none)."""
+    options = manifest.get("options") or {}
+    out: dict[str, Any] = {}
+    for name in ("enforce_state", "enable_grounding", "repair"):
+        if isinstance(options.get(name), bool):
+            out[name] = options[name]
+    if options.get("fallback"):
+        out["fallback"] = Terminal(options["fallback"])
+    return out
+
+
+def _shadow_details(path: Path) -> dict[RowKey, RowDetail]:
+    if not path.exists():
+        return {}
+    out = {}
+    for line, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        try:
+            record = json.loads(text)
+        except ValueError as exc:
+            raise DataError(ErrorCode.INVALID_JSON, "one JSON object per line", file=str(path), line=line,
+                            detail=str(exc)) from None
+        if record.get("replayed"):
+            out[(str(record["case_id"]), str(record["repeat_id"]))] = RowDetail.of_dict(record)
+    return out
+
+
+def _receipt_details(receipts: Sequence[Path]) -> dict[RowKey, RowDetail]:
+    out = {}
+    for path in receipts:
+        try:
+            receipt = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise DataError(ErrorCode.INVALID_JSON, "a receipt JSON object", file=str(path), detail=str(exc)) from None
+        decision = (receipt.get("summary") or {}).get("decision") if isinstance(receipt, dict) else None
+        if isinstance(decision, dict) and "reason" in decision:
+            out[(str(receipt.get("case_id")), str(receipt.get("repeat_id", "0")))] = RowDetail.of_dict(decision)
+    return out
+
+
+def _replayed_details(assets: Assets, options: ControllerOptions, rows: Sequence[PredictionRow],
+                      cases: Mapping[str, Case], receipts: Sequence[Path]) -> dict[RowKey, RowDetail]:
+    if not rows:
+        return {}
+    result = replay_rows(assets.controller(options), rows, cases, receipts=receipts, name="review:details")
+    return {(r.case_id, r.repeat_id): RowDetail.of_decision(d) for r, d in zip(rows, result.decisions)}
+
+
+def _artifact_set(artifact: Artifact, want_details: bool, cache: CasesCache) -> LedgerSet:
+    by_phase = {}
+    for phase in (SELECT, CONFIRM):
+        key = artifact.cases_path(phase).resolve()
+        if key not in cache:
+            cache[key] = dict(artifact.cases(phase))
+        by_phase[phase] = cache[key]
+    tasks = {}
+    for t in artifact.tasks():
+        cases = by_phase[t.phase]
+        rows = read_predictions(t.predictions_path)
+        for r in rows:
+            if r.case_id not in cases:
+                raise DataError(ErrorCode.UNKNOWN_REFERENCE, f"a case of the {t.phase} file",
+                                file=str(t.predictions_path), line=r.line, field="case_id", got=r.case_id)
+        _unique_rows(rows, str(t.predictions_path))
+        receipts = tuple(t.receipts())
+        details = {}
+        if want_details and t.system.uses_controller:
+            details = _replayed_details(artifact.assets, ControllerOptions.for_system(t.system), rows, cases,
+                                        receipts)
+        tasks[t.key] = LedgerTask(t.key, t.system, rows, cases, t.path, receipts, t.manifest(), details,
+                                  artifact.cases_path(t.phase))
+    return LedgerSet(artifact.root / "experiments" / "results", "artifact", tasks, artifact.assets,
+                     {"artifact": str(artifact.root)})
+
+
+def split_of(task: LedgerTask, row: PredictionRow) -> Split:
+    return task.cases[row.case_id].split
+
+
+
+
+def load_many(paths: Sequence[str | Path], *, cases: str | Path | None = None, assets: Assets | None = None,
+              details: bool = True) -> LedgerSet:
+    """One ledger set from several roots (task keys prefixed by each root's folder name when there are several)."""
+    if not paths:
+        raise DataError(ErrorCode.EMPTY_VALUE, "at least one ledger directory", field="ledger")
+    sets = [load_ledgers(p, cases=cases, assets=assets, details=details) for p in paths]
+    if len(sets) == 1:
+        return sets[0]
+    names = [Path(p).resolve().name for p in paths]
+    if len(set(names)) != len(names):
+        raise DataError(ErrorCode.DUPLICATE_ID, "ledger directories with distinct folder names", got=names,
+                        field="ledger")
+    tasks = {}
+    for name, s in zip(names, sets):
+        for key, task in s.tasks.items():
+            new_key = name if key == "." else f"{name}/{key}"
+            tasks[new_key] = LedgerTask(new_key, task.system, task.rows, task.cases, task.path, task.receipts,
+                                        task.manifest, task.details, task.cases_path)
+    return LedgerSet(Path(paths[0]).resolve().parent, "runs", tasks, assets)
+
+
+__all__ = ["SHADOW_KEY", "SHADOW_MANIFEST", "LedgerSet", "LedgerTask", "RowDetail", "gold_sha256", "gold_view",
+           "controller_overrides", "load_ledgers", "load_many", "split_of"]

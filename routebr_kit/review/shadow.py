@@ -1,0 +1,392 @@
+"""Shadow replay: every recorded proposal re-decided under candidate assets and options, with no model call.
+
+For each result folder of a :class:`~routebr_kit.review.ledgers.LedgerSet`:
+
+* **controller rows** (routebr, a_state, a_ground) are replayed through a controller built from the candidate
+  assets by the one replay function, :func:`routebr_kit.runs.replay.replay_rows`, on the cases *as the candidate
+  release would present them* (a registry edit removes or rewrites entities in each case's candidate list);
+* **baseline rows** (b1, b2) are model-decided routes: they are kept as recorded.
+
+A replay is exact only when the model would have seen the same input.  Rows where that is not so are *flagged*,
+never silently passed off as exact (:class:`ShadowFlag`): a candidate list changed by a registry edit, a catalog
+edit visible in the prompt, a changed prompt stage the row used, the rule table a B2 prompt embeds, or a call the
+candidate options need that the ledger never recorded.  Flagged rows still carry the replayed decision (what the
+controller would do if the model answered as before), so the diff can show them, but ``needs_live_rerun`` says
+they are an estimate.
+
+:func:`write_shadow` writes normal run directories (``predictions.csv``, ``run_manifest.json``, optionally
+``raw/<case_id>.json`` receipts; for an artifact one per published result folder at the same relative path), each
+with a ``shadow_rows.jsonl`` of per-row flags and decision details, and a top-level ``shadow_manifest.json`` naming
+the base and candidate asset hashes.  A candidate identical to the base gives zero
+changed decisions (tested).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..core.calls import FailureKind
+from ..core.controller import ControllerOptions, Decision
+from ..core.errors import DataError, ErrorCode
+from ..core.hashing import sha256_json
+from ..core.records import Entity, Registry, RouteRequest, System, Terminal
+from ..runs.replay import replay_rows
+from ..store.cases import Case
+from ..store.ledger import MANIFEST, RAW, PredictionRow, write_json_atomic, write_predictions
+from .assets import AssetEdit, rules_prompt_view
+from .counts import calls_of
+from .ledgers import (
+    SHADOW_KEY,
+    SHADOW_MANIFEST,
+    SHADOW_ROWS,
+    LedgerSet,
+    LedgerTask,
+    RowDetail,
+    controller_overrides,
+    gold_sha256,
+)
+
+
+class ShadowFlag(str, enum.Enum):
+    """Why a shadow-replayed row is not exact under the candidate release (it needs a live re-run)."""
+
+    CANDIDATES_CHANGED = "CANDIDATES_CHANGED"  # registry edit: the case's candidate list (in the prompt) changed
+    CATALOG_IN_PROMPT_CHANGED = "CATALOG_IN_PROMPT_CHANGED"  # catalog edit visible in every prompt
+    PROMPT_STAGE_CHANGED = "PROMPT_STAGE_CHANGED"  # the instruction of a stage this row called changed
+    RULES_IN_PROMPT_CHANGED = "RULES_IN_PROMPT_CHANGED"  # B2 sees the rule table
+    UNRECORDED_CALL = "UNRECORDED_CALL"  # the candidate options ask for a call the ledger never recorded
+
+
+#: Option names ``--options`` accepts (controller options; the fallback is a bounded terminal).
+OPTION_NAMES = ("fallback", "enforce_state", "enable_grounding", "repair")
+
+_STAGE_OF_SYSTEM = {System.ROUTEBR: "ROUTEBR", System.A_STATE: "ROUTEBR", System.A_GROUND: "ROUTEBR",
+                    System.B1_DIRECT: "B1_DIRECT", System.B2_DIRECT_GUARD: "B2_DIRECT_GUARD"}
+
+
+def parse_options(items: Sequence[str] | Mapping[str, Any] | None) -> dict[str, Any]:
+    """``["fallback=DEFER", "repair=false"]`` (or a mapping) → validated controller option overrides."""
+    if not items:
+        return {}
+    pairs: list[tuple[str, Any]] = []
+    if isinstance(items, Mapping):
+        pairs = list(items.items())
+    else:
+        for item in items:
+            name, sep, value = str(item).partition("=")
+            if not sep or not name.strip():
+                raise DataError(ErrorCode.INVALID_VALUE, "NAME=VALUE", got=item, field="options")
+            pairs.append((name.strip(), value.strip()))
+    out: dict[str, Any] = {}
+    for name, value in pairs:
+        if name not in OPTION_NAMES:
+            raise DataError(ErrorCode.UNKNOWN_ENUM, "one of " + ", ".join(OPTION_NAMES), got=name, field="options")
+        if name in out:
+            raise DataError(ErrorCode.DUPLICATE_ID, "each option at most once", got=name, field="options")
+        if name == "fallback":
+            try:
+                out[name] = value if isinstance(value, Terminal) else Terminal(str(value).upper())
+            except ValueError:
+                raise DataError(ErrorCode.UNKNOWN_ENUM, "a terminal (CLARIFY, DEFER, HANDOFF, REJECT)", got=value,
+                                field="options.fallback") from None
+        elif isinstance(value, bool):
+            out[name] = value
+        elif str(value).lower() in ("true", "false"):
+            out[name] = str(value).lower() == "true"
+        else:
+            raise DataError(ErrorCode.WRONG_TYPE, "true or false", got=value, field=f"options.{name}")
+    ControllerOptions(**out)  # validates (a DISPATCH fallback is refused here)
+    return out
+
+
+def _options_view(options: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: (v.value if isinstance(v, Terminal) else v) for k, v in options.items()}
+
+
+# --------------------------------------------------------------------------------------------- cases under a registry
+
+
+def rebase_candidates(candidates: tuple[Entity, ...], base: Registry | None, candidate: Registry | None,
+                      changed: Mapping[str, str]) -> tuple[Entity, ...]:
+    """A case's candidate list as the candidate registry presents it: removed entities dropped, modified ones
+    rewritten from the candidate registry.  Additions never enter an existing list (the list is the case's input;
+    the registry only bounds it)."""
+    if not changed:
+        return candidates
+    out = []
+    for e in candidates:
+        kind = changed.get(e.object_id)
+        if kind == "removed":
+            continue
+        if kind == "modified" and candidate is not None:
+            new = candidate[e.object_id]
+            out.append(Entity(new.object_id, new.object_type, new.display_name, new.aliases, new.attributes))
+        else:
+            out.append(e)
+    return tuple(out)
+
+
+def rebase_cases(cases: Mapping[str, Case], edit: AssetEdit) -> tuple[dict[str, Case], frozenset[str]]:
+    """Every case under the candidate registry, and the IDs of the cases whose candidate list changed."""
+    if not edit.registry_changed:
+        return dict(cases), frozenset()
+    out, changed = {}, set()
+    for case_id, case in cases.items():
+        r = case.request
+        new = rebase_candidates(r.candidates, edit.base_assets.registry, edit.candidate_assets.registry,
+                                edit.registry_changed)
+        if [e.prompt_view() for e in new] != [e.prompt_view() for e in r.candidates]:
+            changed.add(case_id)
+            case = replace(case, request=RouteRequest(r.request_id, r.utterance, r.history, r.state, new))
+        out[case_id] = case
+    return out, frozenset(changed)
+
+
+# --------------------------------------------------------------------------------------------- replay
+
+
+@dataclass(frozen=True, slots=True)
+class ShadowRow:
+    """One source row re-decided under the candidate release."""
+
+    source: PredictionRow
+    row: PredictionRow
+    decision: Decision | None  # None for baseline rows (kept as recorded)
+    flags: tuple[ShadowFlag, ...] = ()
+
+    @property
+    def needs_live_rerun(self) -> bool:
+        return bool(self.flags)
+
+    @property
+    def changed(self) -> bool:
+        """The emitted decision differs (final path, boundary or dispatched object)."""
+        a, b = self.source, self.row
+        return (a.pred_final_path, a.pred_boundary, a.strict_path) != (b.pred_final_path, b.pred_boundary,
+                                                                        b.strict_path)
+
+
+@dataclass(frozen=True)
+class ShadowTask:
+    source: LedgerTask
+    rows: tuple[ShadowRow, ...]
+    cases: Mapping[str, Case]  # the cases under the candidate release
+
+    @property
+    def key(self) -> str:
+        return self.source.key
+
+    @property
+    def flagged(self) -> tuple[ShadowRow, ...]:
+        return tuple(r for r in self.rows if r.needs_live_rerun)
+
+
+@dataclass(frozen=True)
+class ShadowResult:
+    edit: AssetEdit
+    options: Mapping[str, Any]
+    tasks: tuple[ShadowTask, ...]
+    source_root: Path
+
+    @property
+    def rows(self) -> int:
+        return sum(len(t.rows) for t in self.tasks)
+
+    @property
+    def changed(self) -> int:
+        return sum(r.changed for t in self.tasks for r in t.rows)
+
+    @property
+    def needs_live_rerun(self) -> int:
+        return sum(len(t.flagged) for t in self.tasks)
+
+    def summary(self) -> list[dict[str, Any]]:
+        return [{"task": t.key, "system": t.source.system.value, "rows": len(t.rows),
+                 "changed": sum(r.changed for r in t.rows), "needs_live_rerun": len(t.flagged)} for t in self.tasks]
+
+
+def row_flags(task: LedgerTask, row: PredictionRow, decision: Decision | None, edit: AssetEdit,
+              candidates_changed: frozenset[str], rules_in_prompt: bool) -> tuple[ShadowFlag, ...]:
+    """Why ``row`` (replayed as ``decision``, or as recorded when ``None``) is not exact under the candidate."""
+    flags = []
+    if row.case_id in candidates_changed:
+        flags.append(ShadowFlag.CANDIDATES_CHANGED)
+    if edit.catalog_prompt_changed:
+        flags.append(ShadowFlag.CATALOG_IN_PROMPT_CHANGED)
+    stages = set(edit.prompt_stages_changed)
+    repaired = calls_of(row) > 1 or (decision is not None and decision.repair_attempted)
+    if _STAGE_OF_SYSTEM[task.system] in stages or ("REPAIR" in stages and repaired):
+        flags.append(ShadowFlag.PROMPT_STAGE_CHANGED)
+    if rules_in_prompt and task.system is System.B2_DIRECT_GUARD:
+        flags.append(ShadowFlag.RULES_IN_PROMPT_CHANGED)
+    if decision is not None and decision.failure is not None and decision.failure.kind is FailureKind.CACHE_MISS:
+        flags.append(ShadowFlag.UNRECORDED_CALL)
+    return tuple(flags)
+
+
+def shadow_task(task: LedgerTask, edit: AssetEdit, options: Mapping[str, Any],
+                rebased: tuple[Mapping[str, Case], frozenset[str]] | None = None) -> ShadowTask:
+    """Re-decide one result folder under the candidate release (no model call)."""
+    cases, candidates_changed = rebased if rebased is not None else rebase_cases(task.cases, edit)
+    rules_in_prompt = rules_prompt_view(edit.base_assets) != rules_prompt_view(edit.candidate_assets)
+    if task.system.uses_controller:
+        recorded = controller_overrides(task.manifest)  # a kit run's own options (fallback, repair, ...)
+        controller = edit.candidate_assets.controller(ControllerOptions.for_system(task.system,
+                                                                                   **{**recorded, **options}))
+        replayed = replay_rows(controller, task.rows, cases, receipts=task.receipts, name=f"shadow:{task.key}")
+        pairs = list(zip(replayed.rows, replayed.decisions))
+    else:
+        pairs = [(r, None) for r in task.rows]
+    out = tuple(ShadowRow(src, new, d, row_flags(task, src, d, edit, candidates_changed, rules_in_prompt))
+                for src, (new, d) in zip(task.rows, pairs))
+    return ShadowTask(task, out, cases)
+
+
+def shadow_replay(ledgers: LedgerSet, edit: AssetEdit, options: Mapping[str, Any] | None = None) -> ShadowResult:
+    """Every result folder of ``ledgers`` under the candidate release of ``edit`` (see the module docstring)."""
+    options = dict(options or {})
+    rebased: dict[int, tuple[Mapping[str, Case], frozenset[str]]] = {}
+    tasks = []
+    for task in ledgers.tasks.values():
+        key = id(task.cases)
+        if key not in rebased:
+            rebased[key] = rebase_cases(task.cases, edit)
+        tasks.append(shadow_task(task, edit, options, rebased[key]))
+    return ShadowResult(edit, options, tuple(tasks), ledgers.root)
+
+
+# --------------------------------------------------------------------------------------------- writing
+
+
+def _responses(task: LedgerTask, row: PredictionRow, decision: Decision | None) -> list[dict[str, Any]]:
+    """The replies the shadow decision was made from, so a shadow output can itself be replayed."""
+    receipt = task.path / RAW / f"{row.case_id}.json"
+    if receipt in task.receipt_set:
+        try:
+            return list(json.loads(receipt.read_text(encoding="utf-8")).get("responses", []))
+        except (OSError, ValueError) as exc:
+            raise DataError(ErrorCode.INVALID_JSON, "a receipt JSON object", file=str(receipt),
+                            detail=str(exc)) from None
+    stage = _STAGE_OF_SYSTEM[task.system]
+    entries = [{"stage": stage, "content": row.proposal_output, "reported_model": "replay:predictions",
+                "failure": None}]
+    if decision is not None and decision.repair_attempted:
+        entries.append({**entries[0], "stage": "REPAIR_" + stage})
+    return entries
+
+
+def _write_text(path: Path, text: str) -> None:
+    # A shadow output is derived and reproducible from its inputs: per-task files are written whole but not fsynced
+    # one by one; the top-level shadow_manifest.json, written last and atomically, marks the output complete.
+    path.write_text(text, encoding="utf-8")
+
+
+def _row_record(r: ShadowRow) -> dict[str, Any]:
+    d = r.decision
+    rule = d.rule if d is not None else None
+    return {"case_id": r.row.case_id, "repeat_id": r.row.repeat_id, "flags": [f.value for f in r.flags],
+            "replayed": d is not None, "reason": d.reason.value if d is not None else None,
+            "rule": None if rule is None else {"rule_id": rule.rule_id, "version": rule.version,
+                                               "decision": rule.decision.value},
+            "object_resolution": d.object_resolution.value if d is not None else None,
+            "repair_attempted": d.repair_attempted if d is not None else False}
+
+
+def write_shadow(result: ShadowResult, out_dir: str | Path, *, receipts: bool = False) -> Path:
+    """Write every shadow task as a run directory under ``out_dir`` plus ``shadow_manifest.json``; returns it.
+
+    Each run directory holds ``predictions.csv``, ``run_manifest.json`` (with a ``shadow`` section) and
+    ``shadow_rows.jsonl``; ``receipts=True`` adds a full receipt per row under ``raw/`` (the decision record with its
+    trace, and the replies it was made from, so the output can itself be shadow-replayed from receipts).
+    """
+    out = Path(out_dir)
+    if (out / SHADOW_MANIFEST).exists() or any(out.glob("**/predictions.csv")):
+        raise DataError(ErrorCode.INVALID_VALUE, "an output directory without ledgers", file=str(out))
+    base_hashes, cand_hashes = result.edit.base.hashes(), result.edit.candidate.hashes()
+    a = result.edit.candidate_assets
+    for task in result.tasks:
+        folder = out / task.key
+        folder.mkdir(parents=True, exist_ok=True)
+        write_predictions(folder / "predictions.csv", [r.row for r in task.rows])
+        _write_text(folder / SHADOW_ROWS, "".join(json.dumps(_row_record(r), ensure_ascii=False,
+                                                             separators=(",", ":")) + "\n" for r in task.rows))
+        if receipts:
+            (folder / RAW).mkdir(exist_ok=True)
+            for r in task.rows:
+                _write_text(folder / RAW / f"{r.row.case_id}.json", json.dumps({
+                    "case_id": r.row.case_id, "system": task.source.system.value, "repeat_id": r.row.repeat_id,
+                    "backend": "shadow", "shadow": _row_record(r),
+                    "responses": _responses(task.source, r.source, r.decision),
+                    "summary": {"pred_final_path": r.row.pred_final_path,
+                                "reason": None if r.decision is None else r.decision.reason.value,
+                                "decision": None if r.decision is None else r.decision.as_dict()}},
+                    ensure_ascii=False, separators=(",", ":")) + "\n")
+        source_manifest = task.source.manifest
+        rows = [r.row for r in task.rows]
+        manifest = {
+            "kit_version": __version__, "system": task.source.system.value, "split": task.source.split,
+            "repeat_id": rows[0].repeat_id if rows else "0", "backend": "shadow", "simulated": False,
+            "options": {**_base_options(task.source.system, task.source.manifest), **_options_view(result.options)},
+            "hashes": {"catalog": a.catalog.sha256, "rules": a.policy.sha256,
+                       "registry": a.registry.sha256 if a.registry else None,
+                       "prompts": cand_hashes["prompts"],
+                       "cases": sha256_json(sorted(task.cases))},
+            "case_ids": [r.case_id for r in rows], "status": "complete",
+            "summary": {"cases": len(rows), "fail_closed": sum(r.fallback_used for r in rows), "calls": 0},
+            SHADOW_KEY: {
+                "source": str(task.source.path), "source_key": task.key,
+                "source_backend": source_manifest.get("backend") or source_manifest.get("profile_name"),
+                "cases_path": str(task.source.cases_path.resolve()) if task.source.cases_path else None,
+                "gold_sha256": gold_sha256(rows, task.source.cases), "base_hashes": base_hashes,
+                "candidate_hashes": cand_hashes, "live_calls": 0,
+                "changed_decisions": sum(r.changed for r in task.rows),
+                "needs_live_rerun": [{"case_id": r.row.case_id, "repeat_id": r.row.repeat_id,
+                                      "flags": [f.value for f in r.flags]} for r in task.rows if r.flags],
+            },
+        }
+        _write_text(folder / MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1) + "\n")
+    top = {
+        "kit_version": __version__, "kind": "shadow", "source": str(result.source_root), "live_calls": 0,
+        "edit": result.edit.as_dict(), "options": _options_view(result.options),
+        "base_hashes": base_hashes, "candidate_hashes": cand_hashes,
+        "rows": result.rows, "changed_decisions": result.changed, "needs_live_rerun": result.needs_live_rerun,
+        "tasks": result.summary(),
+    }
+    write_json_atomic(out / SHADOW_MANIFEST, top)
+    return out / SHADOW_MANIFEST
+
+
+def _base_options(system: System, manifest: Mapping[str, Any]) -> dict[str, Any]:
+    if not system.uses_controller:
+        return {}
+    o = ControllerOptions.for_system(system, **controller_overrides(manifest))
+    return {"fallback": o.fallback.value, "enforce_state": o.enforce_state, "enable_grounding": o.enable_grounding,
+            "repair": o.repair}
+
+
+def details_of(shadow: ShadowTask) -> dict[tuple[str, str], RowDetail]:
+    return {(r.row.case_id, r.row.repeat_id): RowDetail.of_decision(r.decision) for r in shadow.rows
+            if r.decision is not None}
+
+
+__all__ = ["OPTION_NAMES", "SHADOW_ROWS", "ShadowFlag", "ShadowResult", "ShadowRow", "ShadowTask", "details_of",
+           "parse_options", "rebase_candidates", "rebase_cases", "row_flags", "shadow_ledgers", "shadow_replay",
+           "shadow_task", "write_shadow"]
+
+
+def shadow_ledgers(result: ShadowResult) -> LedgerSet:
+    """The shadow result as a ledger set (in memory), ready for :func:`routebr_kit.review.diff.diff_ledgers`."""
+    tasks = {}
+    for t in result.tasks:
+        flagged = [{"case_id": r.row.case_id, "repeat_id": r.row.repeat_id, "flags": [f.value for f in r.flags]}
+                   for r in t.rows if r.flags]
+        tasks[t.key] = LedgerTask(t.key, t.source.system, tuple(r.row for r in t.rows), t.source.cases,
+                                  t.source.path, (), {SHADOW_KEY: {"needs_live_rerun": flagged}}, details_of(t),
+                                  t.source.cases_path)
+    return LedgerSet(Path("<shadow>"), "shadow", tasks, result.edit.candidate_assets)
