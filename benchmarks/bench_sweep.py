@@ -18,6 +18,7 @@ Figures are measured on whatever machine runs this; a shared, loaded machine dep
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 import tracemalloc
@@ -76,7 +77,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for executor in args.executors:
             times[executor], summaries[executor] = sweep(plan, args.seeds, executor, Path(tmp))
-            print(f"  {executor:<12} {times[executor]:7.2f} s   {traces / times[executor]:>12,.0f} traces/s")
+            load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+            print(f"  {executor:<12} {times[executor]:7.2f} s   {traces / times[executor]:>12,.0f} traces/s"
+                  f"   (load average after: {load}; {os.cpu_count()} cores)")
         identical = len(set(summaries.values())) == 1
         print(f"  summary.csv byte-identical across {', '.join(args.executors)}: {identical}")
         if "inline" in times:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import fields
+from types import MappingProxyType
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -201,13 +202,65 @@ options = st.builds(rk.ControllerOptions,
                     enforce_state=st.booleans(), enable_grounding=st.booleans(), repair=st.booleans())
 
 
+DEFECTS = ("none", "none", "none", "duplicate_topk", "topk_not_primary_first", "topk_unknown_item", "topk_too_long",
+           "topk_empty", "object_wrong_type", "object_not_candidate", "object_none", "object_unresolved",
+           "action_unknown", "extra_key", "extra_too_deep", "missing_field", "topk_tuple", "mapping_proxy")
+
+
+@st.composite
+def near_valid(draw, catalog: rk.Catalog, candidates: tuple[rk.Entity, ...]):
+    """A proposal valid for this catalog and entity list, then (usually) one targeted defect."""
+    action = draw(st.sampled_from(catalog.actions))
+    others = [a for a in catalog.ids if a != action.action_id]
+    topk = [action.action_id, *draw(st.lists(st.sampled_from(others), max_size=2, unique=True))] if others else \
+        [action.action_id]
+    permitted = [e.object_id for e in candidates if e.object_type in action.required_object_types]
+    object_id = draw(st.sampled_from(permitted + [rk.UNRESOLVED])) if action.requires_object else rk.NONE
+    output = {"action_id": action.action_id, "object_id": object_id, "topk": topk}
+    defect = draw(st.sampled_from(DEFECTS))
+    if defect == "duplicate_topk":
+        output["topk"] = [*topk, draw(st.sampled_from(topk))]
+    elif defect == "topk_not_primary_first" and len(topk) > 1:
+        output["topk"] = topk[::-1]
+    elif defect == "topk_unknown_item":
+        output["topk"] = [*topk[:2], "A9"]
+    elif defect == "topk_too_long":
+        output["topk"] = [*topk, *(a for a in ACTIONS if a not in topk)][:4]
+    elif defect == "topk_empty":
+        output["topk"] = []
+    elif defect == "object_wrong_type":
+        wrong = [e.object_id for e in candidates if e.object_id not in permitted]
+        output["object_id"] = draw(st.sampled_from(wrong)) if wrong else "E9"
+    elif defect == "object_not_candidate":
+        output["object_id"] = next((e for e in ENTITY_IDS if e not in {c.object_id for c in candidates}), "E9")
+    elif defect == "object_none":
+        output["object_id"] = rk.NONE
+    elif defect == "object_unresolved":
+        output["object_id"] = rk.UNRESOLVED
+    elif defect == "action_unknown":
+        output["action_id"] = "A9"
+    elif defect == "extra_key":
+        output["note"] = draw(json_values)
+    elif defect == "extra_too_deep":
+        output["note"] = _deep(draw(st.integers(29, 33)))
+    elif defect == "missing_field":
+        del output[draw(st.sampled_from(sorted(output)))]
+    elif defect == "topk_tuple":
+        output["topk"] = tuple(topk)
+    elif defect == "mapping_proxy":
+        return MappingProxyType(output)
+    return json.dumps(output) if draw(st.integers(0, 7)) == 0 else output
+
+
 @st.composite
 def scenarios(draw):
     catalog = draw(catalogs())
     controller = rk.Controller(catalog, draw(policies(catalog)), draw(options))
-    request = rk.RouteRequest("Q1", "text", (), rk.RuntimeState(draw(states)), draw(entities))
-    repair = draw(st.just(NO_REPAIR) | outputs())
-    return controller, request, draw(outputs()), repair
+    candidates = draw(entities)
+    request = rk.RouteRequest("Q1", "text", (), rk.RuntimeState(draw(states)), candidates)
+    some_output = near_valid(catalog, candidates) | near_valid(catalog, candidates) | outputs()
+    repair = draw(st.just(NO_REPAIR) | some_output)
+    return controller, request, draw(some_output), repair
 
 
 def _same(decision: rk.Decision, expected: rk.Decision) -> None:

@@ -20,16 +20,18 @@ from .metrics import (
     scores_frame,
 )
 from .stats import Z95, Interval, McNemar, mcnemar, mcnemar_p_published, wilson, wilson_published
-from .tables import (
-    SYSTEM_LABELS,
-    fmt_count,
-    fmt_pct,
-    mcnemar_results,
-    mcnemar_table,
-    pair_grid,
-    rq3_table,
-    rq12_table,
-    screening_table,
-)
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+#: The table builders need pandas; they load on first use so that scoring alone (``routebr-kit diff``) does not.
+_TABLES = ("SYSTEM_LABELS", "fmt_count", "fmt_pct", "mcnemar_results", "mcnemar_table", "pair_grid", "rq3_table",
+           "rq12_table", "screening_table")
+
+
+def __getattr__(name: str):
+    if name in _TABLES:
+        from . import tables
+
+        return getattr(tables, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [name for name in dir() if not name.startswith("_")] + list(_TABLES)

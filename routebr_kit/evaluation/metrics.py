@@ -33,15 +33,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import DataError, ErrorCode
 from ..core.records import TERMINAL_PATHS, Boundary
 from ..store.cases import Case
 from ..store.ledger import PredictionRow
 from .stats import Interval, wilson
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: The paper's fixed final-path vocabulary: five dispatch actions and four bounded terminals.
 PAPER_PATH_LABELS = ("A1_ADVISORY", "A2_INFO_LOOKUP", "A3_ACCOUNT_ANALYSIS", "A4_SUPPORT_RESPONSE",
@@ -170,6 +171,8 @@ class Scores:
         return out
 
     def as_series(self, name: str | None = None) -> pd.Series:
+        import pandas as pd  # frames only; scoring itself needs no pandas
+
         return pd.Series(self.as_dict(), name=name)
 
 
@@ -262,4 +265,6 @@ def flip_pairs(rows: Sequence[PredictionRow], cases: Cases) -> PairScores:
 
 def scores_frame(scores: Mapping[str, Scores]) -> pd.DataFrame:
     """One row per scored slice (index: its label), every metric as a column."""
+    import pandas as pd  # frames only; scoring itself needs no pandas
+
     return pd.DataFrame.from_dict({label: s.as_dict() for label, s in scores.items()}, orient="index")

@@ -13,8 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
-from scipy.stats import binomtest
-
 from ..core.errors import DataError, ErrorCode
 
 #: The normal quantile of the published Wilson arithmetic (``norm.ppf(0.975)``).
@@ -55,6 +53,8 @@ def wilson(successes: int, n: int, *, confidence: float = 0.95) -> Interval:
     _check_counts(successes, n)
     if n == 0:
         return Interval(0.0, 1.0)
+    from scipy.stats import binomtest  # heavy (about a second of CPU): imported when a test is computed
+
     ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
     return Interval(max(0.0, float(ci.low)), min(1.0, float(ci.high)))
 
@@ -105,6 +105,8 @@ def mcnemar(a_correct: Mapping[str, bool], b_correct: Mapping[str, bool]) -> McN
     a_only = sum(1 for case in shared if a[case] and not b[case])
     b_only = sum(1 for case in shared if b[case] and not a[case])
     discordant = a_only + b_only
+    from scipy.stats import binomtest  # heavy: imported when a test is computed
+
     p = float(binomtest(min(a_only, b_only), discordant, 0.5).pvalue) if discordant else 1.0
     return McNemar(a_only, b_only, len(shared), p)
 

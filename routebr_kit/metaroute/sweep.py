@@ -492,8 +492,12 @@ def heatmap_figure(result: SweepResult, x: str, y: str, *, bins: int = 4, baseli
     return fig
 
 
-def conclusion_markdown(result: SweepResult, *, seeds: int, mode: str) -> str:
-    """The notebook's closing paragraph, every figure taken from ``result`` (wording follows the numbers)."""
+def conclusion_markdown(result: SweepResult, *, seeds: int, mode: str, at_published: Any = None) -> str:
+    """The notebook's closing paragraph, every figure taken from ``result`` (wording follows the numbers).
+
+    ``at_published``: the adaptive − static :class:`~routebr_kit.metaroute.evaluation.Comparison` of the same seeds
+    under the published constants, the reference point of the sweep.
+    """
     n = len(result.configurations)
     static, one_shot = robustness(result, "static_workload"), robustness(result, "one_shot")
     ranking = sensitivity(result)
@@ -524,6 +528,13 @@ def conclusion_markdown(result: SweepResult, *, seeds: int, mode: str) -> str:
         f"{top['spearman_rho']:+.2f})" + (f", then `{second['constant']}` (ρ = {second['spearman_rho']:+.2f})."
                                           if second is not None else "."),
     ]
+    if at_published is not None:
+        lines.append(
+            f"For reference, the same {seeds} seeds under the published constants give adaptive − static = "
+            f"{100 * at_published.success_difference:+.2f} ± {100 * at_published.success_difference_ci95:.2f} points. "
+            "Every configuration reuses these seeds (common random numbers), so the configurations share one set of "
+            "draws: a lucky or unlucky seed set shifts all of them together, and the fraction above is conditional "
+            "on it — re-run with other `seeds` to see how much it moves.")
     if seeds < 30:
         lines.append(f"With only {seeds} seeds per configuration the paired intervals are wide, so a "
                      "configuration counts as 'ahead' only for large differences; raise `seeds` before reading "

@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import KitError
+from ..evaluation.metrics import Count, first_pass_valid_of, flip_pairs, score
+from ..evaluation.stats import McNemar, mcnemar
 from ..store.cases import Split
 from ..store.ledger import PredictionRow
-from .counts import Count, McNemarResult, first_pass_valid_of, flip_pair_count, mcnemar_exact, tally
 from .ledgers import SHADOW_KEY, LedgerSet, LedgerTask, RowDetail
 
 
@@ -123,7 +124,7 @@ class SplitDelta:
     rows: int
     base: Side
     candidate: Side
-    mcnemar: McNemarResult
+    mcnemar: McNemar
 
     @property
     def exact_drop_pp(self) -> float:
@@ -266,12 +267,12 @@ def change_class(gold_path: str, a: PredictionRow, b: PredictionRow) -> ChangeCl
 def _side(tasks: Sequence[tuple[LedgerTask, Sequence[PredictionRow]]]) -> Side:
     scores, pairs = [], []
     for task, rows in tasks:
-        scores.append(tally(rows, task.cases))
+        scores.append(score(rows, task.cases))
         for repeat in sorted({r.repeat_id for r in rows}):
             chosen = [r for r in rows if r.repeat_id == repeat]
             if chosen and all(task.cases[r.case_id].split is Split.FLIP for r in chosen):
-                pairs.append(flip_pair_count(chosen, task.cases))
-    return Side(_sum([s.exact for s in scores]), _sum([s.strict for s in scores]),
+                pairs.append(flip_pairs(chosen, task.cases).pairs)
+    return Side(_sum([s.contract_exact for s in scores]), _sum([s.strict_exact for s in scores]),
                 _sum([s.false_dispatch for s in scores]), _sum([s.false_block for s in scores]),
                 _sum([s.object for s in scores]), _sum(pairs) if pairs else None)
 
@@ -285,7 +286,7 @@ def _delta(name: str, items: Sequence[tuple[LedgerTask, list[PredictionRow], lis
             a_ok[f"{t.key}|{r.case_id}|{r.repeat_id}"] = r.pred_final_path == t.cases[r.case_id].gold.final_path
         for r in rows_b:
             b_ok[f"{t.key}|{r.case_id}|{r.repeat_id}"] = r.pred_final_path == t.cases[r.case_id].gold.final_path
-    return SplitDelta(name, sum(len(a) for _, a, _ in items), base, cand, mcnemar_exact(a_ok, b_ok))
+    return SplitDelta(name, sum(len(a) for _, a, _ in items), base, cand, mcnemar(a_ok, b_ok))
 
 
 def diff_ledgers(base: LedgerSet, candidate: LedgerSet) -> DiffReport:

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..evaluation.metrics import calls_of
 from ..store.ledger import PredictionRow
 from .assets import AssetEdit, AssetFiles, EditClass, rules_prompt_view
-from .counts import calls_of
 from .ledgers import LedgerSet, LedgerTask
 from .shadow import ShadowFlag, rebase_cases, row_flags
 

@@ -36,11 +36,11 @@ from ..core.controller import ControllerOptions, Decision
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_json
 from ..core.records import Entity, Registry, RouteRequest, System, Terminal
+from ..evaluation.metrics import calls_of
 from ..runs.replay import replay_rows
 from ..store.cases import Case
 from ..store.ledger import MANIFEST, RAW, PredictionRow, write_json_atomic, write_predictions
 from .assets import AssetEdit, rules_prompt_view
-from .counts import calls_of
 from .ledgers import (
     SHADOW_KEY,
     SHADOW_MANIFEST,
