@@ -431,11 +431,11 @@ def test_notebook_parameters_carry_the_protocol(art, tmp_path):
     prompts = art / "experiments" / "prompts.json"
     study = StudyConfig.from_parameters(source="live", artifact_dir=str(art), profile=PROFILE, out_dir=str(tmp_path),
                                         protocol="published")
-    assert (study.protocol, study.prompts_path) == (Protocol.PUBLISHED, prompts)
+    assert (study.protocol, Path(study.prompts_path).resolve()) == (Protocol.PUBLISHED, prompts.resolve())
     assert StudyConfig.from_parameters(source="simulated", out_dir=str(tmp_path)).protocol is Protocol.KIT
     screening = ScreeningConfig.from_parameters(source="live", profiles=[PROFILE], split="MAIN",
                                                 artifact_dir=str(art), out_dir=tmp_path, protocol="published")
-    assert (screening.protocol, screening.prompts_path) == (Protocol.PUBLISHED, prompts)
+    assert (screening.protocol, Path(screening.prompts_path).resolve()) == (Protocol.PUBLISHED, prompts.resolve())
     for build in (lambda p: StudyConfig.from_parameters(source="simulated", out_dir=str(tmp_path), protocol=p),
                   lambda p: ScreeningConfig.from_parameters(source="simulated", profiles=[PROFILE], split="MAIN",
                                                             artifact_dir=str(art), out_dir=tmp_path, protocol=p)):
