@@ -1,18 +1,9 @@
 """Ablations from stored proposals — no new model calls.
 
 Every variant replays the *same* recorded RouteBR outputs (first pass and repair, from receipts where they exist,
-otherwise the proposal rebuilt from the ledger row) through a differently configured controller:
-
-=====================  ==========================================================================
-``routebr``            the full controller
-``a_state``            state gate evaluated and recorded but not enforced (the paper's A-state)
-``a_ground``           object resolution disabled (the paper's A-ground)
-``no_repair``          an invalid first pass fails closed at once
-``no_rules``           state gate off *and* an empty rule program (only an explicit default ALLOW)
-=====================  ==========================================================================
-
-and one counterfactual that is deliberately *not* a controller option, because the controller must never do
-it: :func:`promote_lower_ranked` — when the primary action is blocked, dispatch the first allowed lower-ranked
+otherwise the proposal rebuilt from the ledger row) through a differently configured controller — the variants of
+:mod:`routebr_kit.systems.variants` (``routebr``, ``a_state``, ``a_ground``, ``no_repair``, ``no_rules``) — and one
+counterfactual that is deliberately *not* a controller option, because the controller must never do it: :func:`promote_lower_ranked` — when the primary action is blocked, dispatch the first allowed lower-ranked
 candidate instead (the behaviour of the pre-release scaffold).  Counting those promotions measures what the
 primary-commitment invariant prevents.
 """

@@ -42,7 +42,7 @@ class Conclusion:
 
 
 @dataclass
-class _Facts:
+class Facts:
     """Collects facts while a conclusion is written; every number in the Markdown goes through one of these."""
 
     values: dict[str, Any] = field(default_factory=dict)
@@ -68,8 +68,10 @@ class _Facts:
     def p(self, name: str, value: float) -> str:
         return self.put(name, float(value), f"{float(value):.2g}")
 
-    def conclusion(self, bullets: Sequence[str], source: str) -> Conclusion:
-        lines = ["## What the numbers mean", "", f"*Computed from this run — source: {source}.*", ""]
+    def conclusion(self, bullets: Sequence[str], source: str, *, heading: bool = True) -> Conclusion:
+        """The Markdown (with its own heading unless the notebook's Markdown cell above already has one)."""
+        lines = ["## What the numbers mean", ""] if heading else []
+        lines += [f"*Computed from this run — source: {source}.*", ""]
         lines += [f"* {b}" for b in bullets]
         return Conclusion("\n".join(lines), dict(self.values), dict(self.texts))
 
@@ -101,7 +103,7 @@ def _simulated_caveat(source: str) -> str | None:
 def rq1(headline: pd.DataFrame, tests: pd.DataFrame, audit: DispatchAudit, errors: pd.DataFrame,
         source: str) -> Conclusion:
     """RQ1: exact path versus action accuracy, the McNemar tests, and what RouteBR's errors are."""
-    f = _Facts()
+    f = Facts()
     bullets = []
     rb = _row(headline, "system", ROUTEBR)
     n = int(rb["n"])
@@ -145,7 +147,7 @@ def rq1(headline: pd.DataFrame, tests: pd.DataFrame, audit: DispatchAudit, error
     return f.conclusion(bullets, source)
 
 
-def _guarantee_sentence(f: _Facts, audit: DispatchAudit, where: str) -> str:
+def _guarantee_sentence(f: Facts, audit: DispatchAudit, where: str) -> str:
     allowed = f.count("dispatches_allowed", audit.allowed_dispatches, audit.dispatches)
     false = f.count("false_dispatches", len(audit.false_dispatches), audit.gold_bounded)
     head = (f"**The structural guarantee** on {where}: {allowed} of RouteBR's dispatches were allowed by the winning "
@@ -164,7 +166,7 @@ def _guarantee_sentence(f: _Facts, audit: DispatchAudit, where: str) -> str:
 def rq2(pair_table: pd.DataFrame, missed: pd.DataFrame, audit: DispatchAudit, search: SearchResult | None,
         source: str) -> Conclusion:
     """RQ2: FLIP pairs per system, what the state gate changes, RouteBR's misses and the exact guarantee."""
-    f = _Facts()
+    f = Facts()
     bullets = []
     rows = {r["system"]: r for _, r in pair_table.iterrows()}
     rb = rows[ROUTEBR]
@@ -218,7 +220,7 @@ def rq2(pair_table: pd.DataFrame, missed: pd.DataFrame, audit: DispatchAudit, se
 # ---------------------------------------------------------------------------------------------------- notebook 05
 def rq3(table_vi: pd.DataFrame, stops: pd.DataFrame, source: str) -> Conclusion:
     """RQ3: what closed grounding does on ENTITY, object versus path accuracy, who stops unresolvable references."""
-    f = _Facts()
+    f = Facts()
     bullets = []
     by = {(r["Variant"], r["Split"]): r for _, r in table_vi.iterrows()}
     rb, ag = by.get((ROUTEBR, "ENTITY")), by.get((A_GROUND, "ENTITY"))
@@ -262,7 +264,7 @@ def rq3(table_vi: pd.DataFrame, stops: pd.DataFrame, source: str) -> Conclusion:
 def ablations(table: pd.DataFrame, agreement: pd.DataFrame, promoted: pd.DataFrame, source: str, *,
               recorded_live: bool) -> Conclusion:
     """Which safeguard carries which result, pooled over the splits of ``table`` (one row per variant and split)."""
-    f = _Facts()
+    f = Facts()
     pooled = {}
     for variant, group in table.groupby("variant", sort=False):
         fd = [sum(x) for x in zip(*(_count(v) for v in group["FD"]))]
@@ -322,7 +324,7 @@ def screening(table: pd.DataFrame, comparison: pd.DataFrame, spread: pd.DataFram
     ``contract % (sim)``); ``sweep`` its per-backend summary against the published rows (optional);
     ``held_out`` local:lexical on held-out case sets.
     """
-    f = _Facts()
+    f = Facts()
     bullets = []
     hosted = table[table["Backend"] != "local:lexical"] if "Backend" in table else table.iloc[:0]
     if not len(table):
@@ -425,7 +427,7 @@ def paper_replay(report: ReplayReport, source: str, *, reproduced: tuple[int, in
     ``missed``: RouteBR's wrong FLIP members (columns ``pair``, ``gold path``, ``predicted path``).  ``kit_run``:
     the report replays the kit's own simulated run (the notebook's fallback without the artifact).
     """
-    f = _Facts()
+    f = Facts()
     bullets = []
     independent = min(report.agree_total(k) for k in INDEPENDENT)
     rebuilt = min(report.agree_total(k) for k in REBUILT)
@@ -471,7 +473,7 @@ def metaroute_ablations(differences: pd.DataFrame, power: pd.DataFrame, design: 
     one row with the expected recovery effect and its power.  ``match``: file → byte-identical (``None``: not
     compared).
     """
-    f = _Facts()
+    f = Facts()
     bullets = []
     n_seeds = f.integer("seeds", seeds)
     parts = []
@@ -525,7 +527,7 @@ def dataset(composition: pd.DataFrame, audit_table: pd.DataFrame, sources: pd.Da
     ``second``: ``published_ok``, ``errors``, ``warnings`` (count) and ``coupled``/``unresolvable`` of the second
     audited file, described by ``second_label``.
     """
-    f = _Facts()
+    f = Facts()
     bullets = []
     by = composition.groupby("partition", sort=False)[["cases", "dispatchable", "bounded"]].sum()
     parts = [f"{name} {f.integer('cases_' + _slug(name), row['cases'])} "

@@ -33,7 +33,7 @@ from ..core.records import NONE, UNRESOLVED, RouteRequest, RuntimeState, Termina
 from ..metaroute import MetaRouteConfig, Mode, Suite, run_benchmark
 from ..metaroute.analysis import summary_frame
 from ..metaroute.run import BenchmarkRun
-from .conclusions import Conclusion
+from .conclusions import Conclusion, Facts
 
 #: Colour-blind-safe palette of every figure drawn here.
 PALETTE = "colorblind"
@@ -375,32 +375,9 @@ class MetaRouteExplorer:
 # ------------------------------------------------------------------------------------------ conclusions 00 / 08
 
 
-class _Facts:
-    """Every number in a conclusion goes through here, so ``texts[name]`` occurs verbatim in the Markdown."""
-
-    def __init__(self) -> None:
-        self.values: dict[str, Any] = {}
-        self.texts: dict[str, str] = {}
-
-    def put(self, name: str, value: Any, text: str) -> str:
-        self.values[name], self.texts[name] = value, text
-        return text
-
-    def pct(self, name: str, rate: float) -> str:
-        return self.put(name, round(float(rate), 4), f"{100 * float(rate):.1f}%")
-
-    def points(self, name: str, value: float) -> str:
-        return self.put(name, round(float(value), 2), f"{float(value):.1f}")
-
-    def conclusion(self, bullets: Sequence[str], source: str) -> Conclusion:
-        # no heading: notebooks 00 and 08 put "## What the numbers mean" in the Markdown cell above
-        lines = [f"*Computed from this run — {source}.*", ""]
-        return Conclusion("\n".join(lines + [f"* {b}" for b in bullets]), dict(self.values), dict(self.texts))
-
-
 def quickstart_conclusion(permitted: Decision, forbidden: Decision, closed: Decision) -> Conclusion:
     """Notebook 00: what separated the two Figure-1 decisions, and how the invalid proposal ended."""
-    f = _Facts()
+    f = Facts()
     bullets = []
     same = permitted.first_output == forbidden.first_output
     f.values["same_proposal"] = same
@@ -431,7 +408,7 @@ def quickstart_conclusion(permitted: Decision, forbidden: Decision, closed: Deci
                    f"calls (errors: {', '.join(codes)}): {verdict}.")
     bullets.append("Every decision here is deterministic: replaying the stored proposal through the controller "
                    "gives the same record, which is how notebook 07 replays the published executions.")
-    return f.conclusion(bullets, "scripted proposals through the kit's controller")
+    return f.conclusion(bullets, "scripted proposals through the kit's controller", heading=False)
 
 
 def metaroute_conclusion(run: BenchmarkRun, difficulty: pd.DataFrame, failures: pd.DataFrame, *,
@@ -441,7 +418,7 @@ def metaroute_conclusion(run: BenchmarkRun, difficulty: pd.DataFrame, failures: 
     ``match`` is the byte-for-byte comparison with the published files (None when it was not made);
     ``published`` the published ``summary.csv`` (its values appear only labelled as published).
     """
-    f = _Facts()
+    f = Facts()
     ev = run.evaluation
     bullets = []
     summaries = {s.policy: s for s in ev.summaries}
@@ -497,7 +474,7 @@ def metaroute_conclusion(run: BenchmarkRun, difficulty: pd.DataFrame, failures: 
     bullets.append("These are results of a seeded *offline* model of costs, failures and success probabilities, "
                    "not of deployed agents; every constant can be changed (`overrides`, or the sliders above).")
     source = f"{run.mode.value} mode, {len(run.traces.seeds)} seeds"
-    return f.conclusion(bullets, source)
+    return f.conclusion(bullets, source, heading=False)
 
 
 __all__ = ["EXECUTOR_SLIDERS", "PALETTE", "Figure1Explorer", "MetaRouteExplorer", "decision_paths_figure",
