@@ -3,7 +3,8 @@
 Every variant replays the *same* recorded RouteBR outputs (first pass and repair, from receipts where they exist,
 otherwise the proposal rebuilt from the ledger row) through a differently configured controller — the variants of
 :mod:`routebr_kit.systems.variants` (``routebr``, ``a_state``, ``a_ground``, ``no_repair``, ``no_rules``) — and one
-counterfactual that is deliberately *not* a controller option, because the controller must never do it: :func:`promote_lower_ranked` — when the primary action is blocked, dispatch the first allowed lower-ranked
+counterfactual that is deliberately *not* a controller option, because the controller must never do it:
+:func:`promote_lower_ranked` — when the primary action is blocked, dispatch the first allowed lower-ranked
 candidate instead (the behaviour of the pre-release scaffold).  Counting those promotions measures what the
 primary-commitment invariant prevents.
 """
