@@ -26,10 +26,10 @@ from typing import Any
 
 from .errors import ContractError, short_repr
 from .errors import ContractErrorCode as C
-from .records import NONE, UNRESOLVED, Catalog, CatalogAction, Entity, Proposal, Stage
+from .records import NONE, UNRESOLVED, Catalog, CatalogAction, Entity, Proposal, Stage, new_proposal
 from .strict_json import JsonIssue, StrictJsonError, exceeds_depth, strict_loads
 
-MAX_TOPK = 3
+MAX_TOPK = 3  # (clean_proposal spells out the checks for three)
 #: Deepest nesting a model output may have (a proposal needs 2: the object and its ``topk`` list).
 MAX_DEPTH = 32
 REPAIR_CONSTRAINT = "format-only repair; preserve semantic choice and closed IDs"
@@ -159,34 +159,42 @@ def check_proposal(raw: Any, catalog: Catalog, candidates: Mapping[str, Entity])
 def clean_proposal(parsed: dict, catalog: Catalog, candidates: Mapping[str, Entity]) -> Proposal | None:
     """The common case in a few lookups: a fully valid proposal, or ``None`` to take the error-collecting path.
 
-    Accepts exactly what the three phases accept (property-tested against them), so it changes speed only.
+    Accepts exactly what the three phases accept when the output has exactly the three contract keys
+    (property-tested against them), so it changes speed only; an output with extra keys (which count towards the
+    depth bound) or missing ones always takes the phases.  The one clean-case test: :meth:`check_proposal` and
+    the controller's stored-output path (:meth:`~routebr_kit.core.controller.Controller.decide`) both use it.
     """
-    index = catalog.index
-    action_id = parsed.get("action_id")
-    topk = parsed.get("topk")
-    object_id = parsed.get("object_id")
+    if len(parsed) != 3:
+        return None
+    try:
+        action_id = parsed["action_id"]
+        topk = parsed["topk"]
+        object_id = parsed["object_id"]
+    except KeyError:  # three keys, but not these three
+        return None
     if type(action_id) is not str or type(topk) is not list or type(object_id) is not str:
         return None
-    if len(parsed) > 3 and exceeds_depth(parsed, MAX_DEPTH):  # only extra keys can nest (topk is checked below)
-        return None
-    action = index.get(action_id)
+    contracts = catalog._contracts
+    contract = contracts.get(action_id)
     size = len(topk)
-    if action is None or size == 0 or size > MAX_TOPK or topk[0] != action_id:
+    if contract is None or size == 0 or size > MAX_TOPK or topk[0] != action_id:
         return None
-    if size > 1:  # (a one-element topk is the primary action, already checked)
-        for item in topk:
-            if type(item) is not str or item not in index:
-                return None
-        if len(set(topk)) != size:
+    if size > 1:  # the lower-ranked IDs (MAX_TOPK is 3): catalog strings, distinct from those before them
+        second = topk[1]
+        if type(second) is not str or second not in contracts or second == action_id:
             return None
-    if action.requires_object:
+        if size == 3:
+            third = topk[2]
+            if type(third) is not str or third not in contracts or third == action_id or third == second:
+                return None
+    if contract.requires_object:
         if object_id != UNRESOLVED:
             entity = candidates.get(object_id)
-            if entity is None or entity.object_type not in action.required_object_types:
+            if entity is None or entity.object_type not in contract.object_types:
                 return None
     elif object_id != NONE:
         return None
-    return Proposal(action_id, object_id, tuple(topk))
+    return new_proposal(action_id, object_id, tuple(topk))
 
 
 # --------------------------------------------------------------------------------------------- repair guard

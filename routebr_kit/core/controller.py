@@ -17,18 +17,18 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .aio import run_sync
 from .calls import Backend, BackendFailure, FailureKind, ModelCall, ModelReply
 from .contract import (
     MAX_DEPTH,
-    MAX_TOPK,
     PROPOSAL_SCHEMA,
     ContractResult,
     anchor_errors,
     check_proposal,
+    clean_proposal,
     guard_repair,
     held_identifiers,
     repair_payload,
@@ -40,6 +40,7 @@ from .records import (
     AssetHashes,
     Boundary,
     Catalog,
+    CatalogAction,
     ObjectResolution,
     Proposal,
     ReasonCode,
@@ -48,12 +49,12 @@ from .records import (
     System,
     Terminal,
     final_path_of,
-    new_proposal,
+    record_builder,
     strict_path_of,
 )
 from .rules import PolicyEngine, Rule, RuleChain, first_match
 from .state import StateViolation
-from .strict_json import exceeds_depth, is_finite_number
+from .strict_json import is_finite_number
 
 #: The contract flags sent with every proposal payload (the published shape).
 CONTRACT_FLAGS = {
@@ -298,45 +299,58 @@ class Decision(Outcome):
         }
 
 
-_DECISION_FIELDS = ("request_id", "terminal", "action_id", "object_id", "reason", "context", "proposal", "rule",
-                    "object_resolution", "first_output", "log", "state_errors")
-if tuple(f.name for f in fields(Decision)) != _DECISION_FIELDS or hasattr(Decision, "__post_init__"):
-    raise TypeError("Decision's fields changed: update _DECISION_FIELDS and _new_decision")  # pragma: no cover
-(_set_request_id, _set_terminal, _set_action_id, _set_object_id, _set_reason, _set_context, _set_proposal,
- _set_rule, _set_resolution, _set_first_output, _set_log, _set_state_errors) = (
-    Decision.__dict__[name].__set__ for name in _DECISION_FIELDS)
+#: ``Decision(...)`` at plain-attribute speed, for the hot path (see :func:`~routebr_kit.core.records.record_builder`).
+_new_decision = record_builder(Decision)
 
 
-def _new_decision(request_id: str, terminal: Terminal, action_id: str, object_id: str, reason: ReasonCode,
-                  context: DecisionContext, proposal: Proposal, rule: Rule, resolution: ObjectResolution,
-                  first_output: Any, log: ContractLog | None) -> Decision:
-    """``Decision(...)`` of a gate outcome (no state errors) for the hot path: the same record, its slots set
-    directly — the generated frozen ``__init__`` looks up and calls ``object.__setattr__`` once per field, which
-    was most of the cost of building a decision."""
-    d = object.__new__(Decision)
-    _set_request_id(d, request_id)
-    _set_terminal(d, terminal)
-    _set_action_id(d, action_id)
-    _set_object_id(d, object_id)
-    _set_reason(d, reason)
-    _set_context(d, context)
-    _set_proposal(d, proposal)
-    _set_rule(d, rule)
-    _set_resolution(d, resolution)
-    _set_first_output(d, first_output)
-    _set_log(d, log)
-    _set_state_errors(d, ())
-    return d
+#: What the state and object gates emit once the winning rule is known: ``(terminal, reason, object resolution,
+#: object override)`` — the override replaces the proposed object (``UNRESOLVED`` under A-ground) or is ``None``.
+_Emission = tuple[Terminal, ReasonCode, ObjectResolution, "str | None"]
+
+
+def gate_emissions(rule: Rule, requires_object: bool, options: ControllerOptions) -> tuple[_Emission, _Emission]:
+    """Algorithm 1's state gate then object gate, for a committed action (``requires_object``) whose winning rule is
+    ``rule``: what is emitted for a resolved object (index 0) and for ``UNRESOLVED`` (index 1).
+
+    The gates' one statement.  A controller evaluates it once per (action, rule) when it is built; each decision
+    then indexes the result with ``object_id == UNRESOLVED``.
+    """
+    blocked = rule.decision is not Boundary.ALLOW
+    if blocked and options.enforce_state:  # a blocking rule ends the request; the object is not evaluated
+        stop = (Terminal.from_boundary(rule.decision), ReasonCode.BOUNDARY_TERMINAL, ObjectResolution.NOT_EVALUATED,
+                None)
+        return stop, stop
+    ok = ReasonCode.DISPATCH_STATE_NOT_ENFORCED if blocked else ReasonCode.DISPATCH_OK
+    if not requires_object:  # the object gate: object-free actions dispatch with NONE
+        free = (Terminal.DISPATCH, ok, ObjectResolution.NOT_REQUIRED, None)
+        return free, free
+    if not options.enable_grounding:  # A-ground: no grounded object, so the object-bearing action clarifies
+        off = (Terminal.CLARIFY, ReasonCode.OBJECT_GROUNDING_DISABLED, ObjectResolution.GROUNDING_DISABLED, UNRESOLVED)
+        return off, off
+    return ((Terminal.DISPATCH, ok, ObjectResolution.RESOLVED, None),
+            (Terminal.CLARIFY, ReasonCode.OBJECT_UNRESOLVED, ObjectResolution.UNRESOLVED, None))
 
 
 @dataclass(frozen=True, slots=True)
 class _ActionPlan:
-    """What Algorithm 1 needs about one catalog action, compiled once from the frozen assets when a controller is
-    built (never from a request): its object contract and its candidate rules in priority order."""
+    """What Algorithm 1 needs about one catalog action, compiled once from the frozen assets and the options when a
+    controller is built (never from a request)."""
 
-    requires_object: bool
-    object_types: tuple[str, ...]  # the permitted object types (when an object is required)
     chain: RuleChain  # the action's rules, first-match order, ending in an unconditional one
+    emissions: dict[str, tuple[_Emission, _Emission]]  # by rule ID: :func:`gate_emissions`
+    #: The state gate as a table — for every valid state's schema key, the winning rule and its emissions — where
+    #: the policy compiles one (:meth:`PolicyEngine.decision_table`) and the gate is enforced (the key is read only
+    #: from a state that passed the schema); ``None``: :func:`first_match` walks ``chain``.
+    table: dict[tuple, tuple[Rule, tuple[_Emission, _Emission]]] | None
+
+    @classmethod
+    def compile(cls, action: CatalogAction, policy: PolicyEngine, options: ControllerOptions) -> _ActionPlan:
+        chain = policy.chain(action.action_id)
+        emissions = {entry[-1].rule_id: gate_emissions(entry[-1], action.requires_object, options)
+                     for entry in chain}
+        table = policy.decision_table(action.action_id) if options.enforce_state else None
+        return cls(chain, emissions, None if table is None else
+                   {key: (rule, emissions[rule.rule_id]) for key, rule in table.items()})
 
 
 class OneCallRouter:
@@ -447,7 +461,7 @@ class OneCallRouter:
 class Controller(OneCallRouter):
     """Deterministic pre-response routing over a closed catalog, a rule program and a request's entity list."""
 
-    __slots__ = ("catalog", "policy", "options", "hashes", "_context", "_gate_schema", "_plans", "_terminal_of")
+    __slots__ = ("catalog", "policy", "options", "hashes", "_context", "_gate_schema", "_plans")
 
     def __init__(self, catalog: Catalog, policy: PolicyEngine, options: ControllerOptions | None = None, *,
                  registry_sha256: str = "") -> None:
@@ -468,9 +482,7 @@ class Controller(OneCallRouter):
         self._context = DecisionContext(self.hashes, options)
         # The state-schema check belongs to the state gate: A-state (enforce_state=False) skips both.
         self._gate_schema = policy.state_schema if options.enforce_state else None
-        self._plans = {a.action_id: _ActionPlan(a.requires_object, a.required_object_types, policy.chain(a.action_id))
-                       for a in catalog}
-        self._terminal_of = {r.rule_id: Terminal.from_boundary(r.decision) for r in policy.rules}  # what a rule ends in
+        self._plans = {a.action_id: _ActionPlan.compile(a, policy, options) for a in catalog}
 
     def with_options(self, **changes: Any) -> Controller:
         """A controller over the same assets with some options changed (e.g. ``enforce_state=False``)."""
@@ -505,53 +517,27 @@ class Controller(OneCallRouter):
     def decide(self, request: RouteRequest, first_output: Any, repair_output: Any = NO_REPAIR) -> Decision:
         """Algorithm 1 on stored outputs, without a backend (see :meth:`OneCallRouter.decide`).
 
-        The common case — a parsed output that meets the contract as it is — is decided here in one pass over the
-        action's precompiled plan: the contract's clean-case test (accepting exactly what
-        :func:`~routebr_kit.core.contract.check_proposal` accepts), the state-schema check, then :meth:`_commit`.
-        Every other output takes the general protocol.  Both give the same :class:`Decision` (property-tested
-        against a plain reference implementation in ``tests/test_decide_fast_path.py``).  Nothing is cached
-        across calls: every call validates, checks the state and evaluates the rules.
+        The common case — a parsed output that meets the contract as it is — is decided here in one pass: the
+        contract's clean-case test (:func:`~routebr_kit.core.contract.clean_proposal`, which accepts exactly what
+        the three phases accept), the state-schema check, then :meth:`_commit`.  Every other output takes the
+        general protocol.  Both give the same :class:`Decision` (property-tested against a plain reference
+        implementation in ``tests/test_decide_fast_path.py``).  Nothing is cached across calls: every call
+        validates the output, checks the state and evaluates the rules (by the compiled table where there is one).
         """
-        if type(first_output) is dict and self._clean(first_output, request):
-            schema = self._gate_schema  # the state-schema check (skipped under A-state, like the gate)
-            if schema is not None:
-                violations = schema.check(request.state._data)
-                if violations:
-                    return self._invalid_state(request, violations)
-            action_id = first_output["action_id"]
-            proposal = new_proposal(action_id, first_output["object_id"], tuple(first_output["topk"]))
-            return self._commit(request, self._plans[action_id], proposal, first_output, None)
+        if type(first_output) is dict:
+            proposal = clean_proposal(first_output, self.catalog, request._candidates)
+            if proposal is not None:
+                schema = self._gate_schema  # the state-schema check (skipped under A-state, like the gate)
+                if schema is None:
+                    return self._commit(request, proposal, first_output, None, None)
+                data = request.state._data
+                key = schema.key(data)
+                if key is None:
+                    violations = schema.check(data)
+                    if violations:
+                        return self._invalid_state(request, violations)
+                return self._commit(request, proposal, first_output, None, key)
         return super().decide(request, first_output, repair_output)
-
-    def _clean(self, output: dict, request: RouteRequest) -> bool:
-        """The contract's clean case: ``action_id`` a catalog action, ``topk`` one to three unique catalog IDs led
-        by it, ``object_id`` a candidate of a permitted type, ``UNRESOLVED`` or — exactly for an object-free
-        action — ``NONE``, and no extra key nested deeper than the bound.  ``False`` means: take the
-        error-collecting path (which may still accept, e.g. a ``Mapping`` that is not a ``dict``)."""
-        action_id = output.get("action_id")
-        topk = output.get("topk")
-        object_id = output.get("object_id")
-        if type(action_id) is not str or type(topk) is not list or type(object_id) is not str:
-            return False
-        plans = self._plans
-        plan = plans.get(action_id)
-        size = len(topk)
-        if plan is None or size == 0 or size > MAX_TOPK or topk[0] != action_id:
-            return False
-        if size > 1:  # (a one-element topk is the primary action, already checked)
-            for item in topk:
-                if type(item) is not str or item not in plans:
-                    return False
-            if len(set(topk)) != size:
-                return False
-        if len(output) > 3 and exceeds_depth(output, MAX_DEPTH):  # only extra keys can nest (topk is checked)
-            return False
-        if plan.requires_object:
-            if object_id != UNRESOLVED:
-                entity = request._candidates.get(object_id)
-                return entity is not None and entity.object_type in plan.object_types
-            return True
-        return object_id == NONE
 
     def _precheck(self, request: RouteRequest) -> Decision | None:
         """The state gate's schema check, before the proposal call: a state that breaks the runtime-state schema
@@ -567,31 +553,25 @@ class Controller(OneCallRouter):
 
     def _emit(self, request: RouteRequest, checked: ContractResult, first_output: Any,
               log: ContractLog | None) -> Decision:
-        proposal: Proposal = checked.proposal  # type: ignore[assignment]
-        return self._commit(request, self._plans[proposal.action_id], proposal, first_output, log)
+        schema = self._gate_schema  # (the state passed :meth:`_precheck`; its key, where the schema has one)
+        key = schema.key(request.state._data) if schema is not None else None
+        return self._commit(request, checked.proposal, first_output, log, key)  # type: ignore[arg-type]
 
-    def _commit(self, request: RouteRequest, plan: _ActionPlan, proposal: Proposal, first_output: Any,
-                log: ContractLog | None) -> Decision:
-        """Primary commitment (``plan`` is the primary action's), state gate, object gate.
-        ``proposal.topk[1:]`` is never consulted."""
+    def _commit(self, request: RouteRequest, proposal: Proposal, first_output: Any, log: ContractLog | None,
+                key: tuple | None) -> Decision:
+        """Primary commitment, state gate, object gate.  ``key`` is the state's schema key once the state passed
+        the schema (``None`` when unchecked or keyless).  ``proposal.topk[1:]`` is never consulted."""
         action_id, object_id = proposal.action_id, proposal.object_id
-        rule = first_match(plan.chain, request.state._data)  # the state gate: first-match rules on runtime state
-        blocked = rule.decision is not _ALLOW
-        if blocked and self.options.enforce_state:
-            return _new_decision(request.request_id, self._terminal_of[rule.rule_id], action_id, object_id,
-                                 _BOUNDARY_TERMINAL, self._context, proposal, rule, _NOT_EVALUATED, first_output, log)
-        dispatch_reason = _DISPATCH_STATE_NOT_ENFORCED if blocked else _DISPATCH_OK
-        if not plan.requires_object:  # the object gate
-            terminal, reason, resolution = _DISPATCH, dispatch_reason, _NOT_REQUIRED
-        elif not self.options.enable_grounding:
-            terminal, reason, resolution = _CLARIFY, _OBJECT_GROUNDING_DISABLED, _GROUNDING_DISABLED
-            object_id = UNRESOLVED
-        elif object_id == UNRESOLVED:
-            terminal, reason, resolution = _CLARIFY, _OBJECT_UNRESOLVED, _UNRESOLVED
-        else:
-            terminal, reason, resolution = _DISPATCH, dispatch_reason, _RESOLVED
-        return _new_decision(request.request_id, terminal, action_id, object_id, reason, self._context, proposal,
-                             rule, resolution, first_output, log)
+        plan = self._plans[action_id]  # primary commitment: only the primary action's plan is read
+        table = plan.table
+        if table is not None and key is not None:  # the state gate, compiled
+            rule, emissions = table[key]
+        else:  # the state gate: first-match rules on runtime state
+            rule = first_match(plan.chain, request.state._data)
+            emissions = plan.emissions[rule.rule_id]
+        terminal, reason, resolution, override = emissions[object_id == UNRESOLVED]  # the object gate
+        return _new_decision(request.request_id, terminal, action_id, override or object_id, reason, self._context,
+                             proposal, rule, resolution, first_output, log)
 
     def _fail_closed(self, request: RouteRequest, reason: ReasonCode, first_output: Any,
                      log: ContractLog) -> Decision:
@@ -600,17 +580,6 @@ class Controller(OneCallRouter):
 
     def __repr__(self) -> str:
         return f"Controller({len(self.catalog)} actions, {len(self.policy.rules)} rules, {self.options})"
-
-
-# Enum members as module constants for the hot path (a global lookup instead of a class-attribute lookup).
-_ALLOW = Boundary.ALLOW
-_DISPATCH, _CLARIFY = Terminal.DISPATCH, Terminal.CLARIFY
-_DISPATCH_OK, _DISPATCH_STATE_NOT_ENFORCED = ReasonCode.DISPATCH_OK, ReasonCode.DISPATCH_STATE_NOT_ENFORCED
-_BOUNDARY_TERMINAL, _OBJECT_UNRESOLVED = ReasonCode.BOUNDARY_TERMINAL, ReasonCode.OBJECT_UNRESOLVED
-_OBJECT_GROUNDING_DISABLED = ReasonCode.OBJECT_GROUNDING_DISABLED
-_NOT_EVALUATED, _NOT_REQUIRED = ObjectResolution.NOT_EVALUATED, ObjectResolution.NOT_REQUIRED
-_GROUNDING_DISABLED, _UNRESOLVED, _RESOLVED = (ObjectResolution.GROUNDING_DISABLED, ObjectResolution.UNRESOLVED,
-                                               ObjectResolution.RESOLVED)
 
 
 def failure_reason(failure: BackendFailure) -> ReasonCode:

@@ -8,10 +8,11 @@ the published artifact; code and tests rely on the enum members.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from sys import intern
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import DataError, ErrorCode
 from .hashing import sha256_json
@@ -22,6 +23,44 @@ NONE = "NONE"
 OBJECT_SENTINELS = frozenset({UNRESOLVED, NONE})
 #: The catalog token that makes an action object-free ("contains NONE ⇒ object-free").
 OBJECT_FREE_TYPE = "NONE"
+
+R = TypeVar("R")
+
+
+def _interned(value: Any) -> Any:
+    """``sys.intern(value)`` for an exact ``str`` (identifiers: table lookups then match by identity); anything
+    else unchanged (it is validated elsewhere)."""
+    return intern(value) if type(value) is str else value
+
+
+def record_builder(cls: type[R]) -> Callable[..., R]:
+    """A constructor for the frozen, slotted dataclass ``cls`` with the same signature as its ``__init__``, for hot
+    paths.
+
+    A frozen dataclass's generated ``__init__`` stores each field through ``object.__setattr__`` (its own
+    ``__setattr__`` refuses), one Python-level call per field.  The builder instead fills an instance of a mutable
+    twin class — same base, same slots, hence the same memory layout — with plain attribute stores, then re-types
+    it as ``cls`` (``__class__`` assignment, which the language allows between layout-compatible classes).  The
+    result is an ordinary ``cls`` instance: ``type(r) is cls``, equal to and as frozen as one built by ``cls(...)``
+    (tested).  Only for dataclasses without ``__post_init__`` or default factories, whose ``__init__`` only stores.
+    """
+    specs = fields(cls)
+    names = tuple(f.name for f in specs)
+    frozen = is_dataclass(cls) and cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    if (not frozen or hasattr(cls, "__post_init__") or set(getattr(cls, "__slots__", ())) != set(names)
+            or len(cls.__bases__) != 1 or any(f.default_factory is not MISSING or not f.init for f in specs)):
+        raise TypeError(f"record_builder needs a frozen, slotted dataclass whose __init__ only stores: {cls!r}")
+    twin = type(f"_{cls.__name__}Builder", cls.__bases__, {"__slots__": cls.__slots__, "__module__": cls.__module__})
+    defaults = {f"_d_{f.name}": f.default for f in specs if f.default is not MISSING}
+    params = ", ".join(f"{f.name}=_d_{f.name}" if f.default is not MISSING else f.name for f in specs)
+    body = "".join(f"    r.{name} = {name}\n" for name in names)
+    source = f"def build({params}):\n    r = _twin()\n{body}    r.__class__ = _cls\n    return r\n"
+    namespace: dict[str, Any] = {"_twin": twin, "_cls": cls, **defaults}
+    exec(source, namespace)  # noqa: S102 - generated from the dataclass's own field names, as dataclasses does
+    build = namespace["build"]
+    build.__name__ = build.__qualname__ = f"new_{cls.__name__.lower()}"
+    build.__doc__ = f"``{cls.__name__}(...)`` with the same arguments, built by :func:`record_builder`."
+    return build
 
 
 class Boundary(str, enum.Enum):
@@ -161,6 +200,15 @@ class CatalogAction:
 
 
 @dataclass(frozen=True, slots=True)
+class ObjectContract:
+    """What a catalog action demands of a proposal's ``object_id``: a candidate of one of ``object_types`` (or
+    ``UNRESOLVED``) when ``requires_object``, else exactly ``NONE``."""
+
+    requires_object: bool
+    object_types: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
 class Entity:
     """A registered object the request may refer to (a closed-list candidate)."""
 
@@ -195,7 +243,8 @@ class RuntimeState:
     _data: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        data = dict(self.values)
+        # Field names interned: the state gate's lookups then match the schema's names by identity.
+        data = {_interned(k): v for k, v in dict(self.values).items()}
         object.__setattr__(self, "_data", data)
         object.__setattr__(self, "values", MappingProxyType(data))
 
@@ -223,7 +272,7 @@ class RouteRequest:
     _candidates: dict[str, Entity] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        index = {e.object_id: e for e in self.candidates}
+        index = {_interned(e.object_id): e for e in self.candidates}  # (interned, like a ledger's IDs)
         object.__setattr__(self, "_candidates", index)
         object.__setattr__(self, "candidate_index", MappingProxyType(index))
 
@@ -243,19 +292,8 @@ class Proposal:
         return {"action_id": self.action_id, "object_id": self.object_id, "topk": list(self.topk)}
 
 
-_set_proposal_action = Proposal.__dict__["action_id"].__set__
-_set_proposal_object = Proposal.__dict__["object_id"].__set__
-_set_proposal_topk = Proposal.__dict__["topk"].__set__
-
-
-def new_proposal(action_id: str, object_id: str, topk: tuple[str, ...]) -> Proposal:
-    """``Proposal(action_id, object_id, topk)`` for the controller's hot path: the same record, its three slots
-    set directly (the generated frozen ``__init__`` looks up ``object.__setattr__`` once per field)."""
-    proposal = object.__new__(Proposal)
-    _set_proposal_action(proposal, action_id)
-    _set_proposal_object(proposal, object_id)
-    _set_proposal_topk(proposal, topk)
-    return proposal
+#: ``Proposal(action_id, object_id, topk)`` at plain-attribute speed (see :func:`record_builder`).
+new_proposal = record_builder(Proposal)
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,9 +336,17 @@ class Catalog:
     actions: tuple[CatalogAction, ...]
     sha256: str = ""
     index: Mapping[str, CatalogAction] = field(init=False, repr=False, compare=False)
+    #: Each action's object contract, precomputed (what the contract's clean-case test reads per proposal).
+    contracts: Mapping[str, ObjectContract] = field(init=False, repr=False, compare=False)
+    #: The private dict behind ``contracts`` (read by the contract's hot path; nothing writes it).
+    _contracts: dict[str, ObjectContract] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "index", MappingProxyType({a.action_id: a for a in self.actions}))
+        contracts = {_interned(a.action_id): ObjectContract(a.requires_object, frozenset(a.required_object_types))
+                     for a in self.actions}  # (IDs interned, like a ledger's: lookups match by identity)
+        object.__setattr__(self, "_contracts", contracts)
+        object.__setattr__(self, "contracts", MappingProxyType(contracts))
         if not self.sha256:
             object.__setattr__(self, "sha256", sha256_json([_action_view(a) for a in self.actions]))
 

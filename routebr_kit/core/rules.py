@@ -28,6 +28,7 @@ import enum
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from .errors import DataError, ErrorCode
@@ -307,7 +308,7 @@ def first_match(chain: RuleChain, state: Mapping[str, Any]) -> Rule:
 class PolicyEngine:
     """First-match evaluation of a validated rule program against one catalog."""
 
-    __slots__ = ("rules", "sha256", "_by_action", "catalog_ids", "state_schema")
+    __slots__ = ("rules", "sha256", "_by_action", "catalog_ids", "state_schema", "_tables")
 
     def __init__(self, rules: Iterable[Rule], catalog_ids: Iterable[str], *, sha256: str | None = None,
                  state_schema: StateSchema | None = None) -> None:
@@ -354,6 +355,7 @@ class PolicyEngine:
         if state_schema is not None and not isinstance(state_schema, StateSchema):
             raise DataError(ErrorCode.WRONG_TYPE, "a StateSchema", got=state_schema, field="state_schema")
         self.state_schema = derive_state_schema(self.rules, state_schema)
+        self._tables: dict[str, Mapping[tuple, Rule] | None] = {}
 
     def covers(self, action_ids: Iterable[str]) -> bool:
         """Whether the program was validated against (at least) these catalog actions."""
@@ -370,6 +372,24 @@ class PolicyEngine:
         if chain is None:
             raise DataError(ErrorCode.UNKNOWN_ACTION, "a catalog action", got=action_id, field="action_id")
         return chain
+
+    def decision_table(self, action_id: str) -> Mapping[tuple, Rule] | None:
+        """The action's state gate compiled into a table: for every state key the schema admits
+        (:meth:`StateSchema.finite_keys <routebr_kit.core.state.StateSchema.finite_keys>` — all fields required
+        booleans, at most ten), the rule :func:`first_match` selects, keyed by :meth:`StateSchema.key
+        <routebr_kit.core.state.StateSchema.key>`.  Exact: it is built by running :func:`first_match` itself on
+        each admitted state, and every field a rule reads is a schema field, so a valid state's key determines the
+        match.  ``None`` when the schema admits too many states (then :func:`first_match` runs per decision).
+        Built once per action on first use; read only after the state passed the schema."""
+        if action_id not in self._tables:
+            chain = self.chain(action_id)
+            names = tuple(f.name for f in self.state_schema.fields)
+            keys = self.state_schema.finite_keys()
+            table = None
+            if keys is not None and self.state_fields() <= set(names):
+                table = MappingProxyType({key: first_match(chain, dict(zip(names, key))) for key in keys})
+            self._tables[action_id] = table
+        return self._tables[action_id]
 
     def matching(self, action_id: str, state: Mapping[str, Any]) -> tuple[Rule, ...]:
         """Every rule that applies and holds, in evaluation order (the first one wins)."""

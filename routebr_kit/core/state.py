@@ -38,7 +38,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import product
 from operator import itemgetter
+from sys import intern
 from typing import Any
 
 from .errors import DataError, ErrorCode, short_repr
@@ -123,7 +125,9 @@ class StateField:
 
 
 def _values_getter(names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple]:
-    """A function of a mapping returning the tuple of its values for ``names`` (``KeyError`` if one is missing)."""
+    """A function of a mapping returning the tuple of its values for ``names`` (``KeyError`` if one is missing).
+    The names are interned, like a runtime state's (:class:`~routebr_kit.core.records.RuntimeState`)."""
+    names = tuple(map(intern, names))
     if len(names) == 1:
         name = names[0]
         return lambda values: (values[name],)
@@ -146,7 +150,7 @@ class StateSchema:
     _plan: tuple[tuple[str, tuple[type, ...], bool, frozenset | None], ...] = field(
         init=False, repr=False, compare=False)
     _names: frozenset[str] = field(init=False, repr=False, compare=False)
-    _fast: tuple[Callable[[Mapping[str, Any]], tuple], tuple[type, ...]] | None = field(
+    _fast: tuple[Callable[[Mapping[str, Any]], tuple], list[type]] | None = field(
         init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -161,22 +165,39 @@ class StateSchema:
             f.required and f.allowed is None and len(f.types) == 1 and
             next(iter(f.types)) in (StateType.BOOLEAN, StateType.STRING) for f in self.fields)
         fast = (_values_getter(tuple(f.name for f in self.fields)),
-                tuple(_PYTHON_TYPES[next(iter(f.types))][0] for f in self.fields)) if simple else None
+                [_PYTHON_TYPES[next(iter(f.types))][0] for f in self.fields]) if simple else None
         object.__setattr__(self, "_fast", fast)
 
     @property
     def index(self) -> dict[str, StateField]:
         return {f.name: f for f in self.fields}
 
+    def key(self, values: Mapping[str, Any]) -> tuple | None:
+        """The values of the declared fields, in schema order, when one C-level pass proves ``values`` valid (the
+        schema's fast case: every field required, of one non-null, non-numeric type, any value, other fields
+        allowed — the published program's eight required booleans).  ``None`` when it cannot: the state is invalid,
+        or the schema is not of that kind; :meth:`check` then decides."""
+        fast = self._fast
+        if fast is None:
+            return None
+        try:
+            found = fast[0](values)
+        except KeyError:  # a missing field
+            return None
+        return found if [*map(type, found)] == fast[1] else None
+
+    def finite_keys(self, limit: int = 1024) -> tuple[tuple, ...] | None:
+        """Every :meth:`key` a valid state can have, when the schema is of the fast kind with boolean fields only
+        and there are at most ``limit`` of them (``2 ** len(fields)``); otherwise ``None``.  What makes the state
+        gate compilable into a table (:meth:`~routebr_kit.core.rules.PolicyEngine.decision_table`)."""
+        if self._fast is None or 2 ** len(self.fields) > limit or any(t is not bool for t in self._fast[1]):
+            return None
+        return tuple(product((False, True), repeat=len(self.fields)))
+
     def check(self, values: Mapping[str, Any]) -> tuple[StateViolation, ...]:
         """Every violation of ``values`` (a state mapping), in schema order; ``()`` for a valid state."""
-        fast = self._fast
-        if fast is not None:
-            try:
-                if tuple(map(type, fast[0](values))) == fast[1]:
-                    return ()
-            except KeyError:  # a missing field: reported below
-                pass
+        if self._fast is not None and self.key(values) is not None:
+            return ()
         found: list[StateViolation] | None = None
         get = values.get
         for name, types, required, allowed in self._plan:
