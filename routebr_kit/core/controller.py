@@ -553,14 +553,14 @@ class Controller(OneCallRouter):
 
     def _emit(self, request: RouteRequest, checked: ContractResult, first_output: Any,
               log: ContractLog | None) -> Decision:
-        schema = self._gate_schema  # (the state passed :meth:`_precheck`; its key, where the schema has one)
-        key = schema.key(request.state._data) if schema is not None else None
-        return self._commit(request, checked.proposal, first_output, log, key)  # type: ignore[arg-type]
+        # (the state passed :meth:`_precheck`; the general path walks the rule chain)
+        return self._commit(request, checked.proposal, first_output, log, None)  # type: ignore[arg-type]
 
     def _commit(self, request: RouteRequest, proposal: Proposal, first_output: Any, log: ContractLog | None,
                 key: tuple | None) -> Decision:
         """Primary commitment, state gate, object gate.  ``key`` is the state's schema key once the state passed
-        the schema (``None`` when unchecked or keyless).  ``proposal.topk[1:]`` is never consulted."""
+        the schema (then the table, where there is one, gives the rule), or ``None`` (then :func:`first_match`
+        walks the chain).  ``proposal.topk[1:]`` is never consulted."""
         action_id, object_id = proposal.action_id, proposal.object_id
         plan = self._plans[action_id]  # primary commitment: only the primary action's plan is read
         table = plan.table
