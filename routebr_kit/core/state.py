@@ -127,7 +127,7 @@ class StateField:
 def _values_getter(names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple]:
     """A function of a mapping returning the tuple of its values for ``names`` (``KeyError`` if one is missing).
     The names are interned, like a runtime state's (:class:`~routebr_kit.core.records.RuntimeState`)."""
-    names = tuple(map(intern, names))
+    names = tuple(intern(n) if type(n) is str else n for n in names)
     if len(names) == 1:
         name = names[0]
         return lambda values: (values[name],)
