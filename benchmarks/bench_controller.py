@@ -88,7 +88,8 @@ def replay_workload(artifact: Artifact) -> tuple[Callable[[], Any], int]:
 
 
 class _Recorded:
-    """A published-style backend returning the recorded output (and the recorded repair, if asked)."""
+    """A backend for the published controller: the row's recorded output, at every stage (a repair request gets
+    the same output again, as a row rebuilt from a ledger has no repair of its own)."""
 
     output: Any = None
 

@@ -3,7 +3,7 @@
 1. **Fresh-process wall time** of a shadow replay (a tightening rule edit) and of the paired diff with a gate over
    every published result folder, each in its own new Python process (``subprocess``; imports included), measured
    two ways: the same work through the review library alone, and through the ``routebr-kit`` console entry point
-   (whose ``cli.main`` imports every subcommand module, pandas and scipy included).  Median of ``--repeat`` runs.
+   (argument parsing, then only the invoked subcommand's module).  Median of ``--repeat`` runs.
 2. **Grouped versus row-by-row replay** on a synthetic columnar ledger of 1,000,000 recorded decisions (generated
    here from a seed: 256 runtime states × 24 candidate lists, and first outputs valid and invalid), both measured in
    this run on the same rows; the results are asserted identical on every ledger field, row by row.  Prints both
@@ -38,8 +38,8 @@ REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 RULE = ('R065,65,A5_PROTECTED_ACTION,"{""policy_version"":{""lt"":""v2""}}",HANDOFF,'
         '"Protected actions need policy v2",v2\r\n')
-#: The work of ``routebr-kit shadow`` and ``routebr-kit diff --gate``, through the review library alone (the
-#: ``routebr_kit.cli`` package imports every subcommand module, pandas and scipy included, before any work starts).
+#: The work of ``routebr-kit shadow`` and ``routebr-kit diff --gate``, through the review library alone (no argument
+#: parsing, no command table).
 SHADOW_LIBRARY = """
 import sys
 from routebr_kit.review.assets import compare_assets

@@ -25,7 +25,7 @@ from pathlib import Path
 import routebr_kit as rk
 from routebr_kit.backends.openai_compat import OpenAICompatBackend
 from routebr_kit.backends.profiles import Profile
-from routebr_kit.cli import print_table
+from routebr_kit.cli.common import print_table
 from routebr_kit.prompts import load_prompts
 from routebr_kit.runs.runner import run_cases
 
