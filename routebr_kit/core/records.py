@@ -336,9 +336,7 @@ class Catalog:
     actions: tuple[CatalogAction, ...]
     sha256: str = ""
     index: Mapping[str, CatalogAction] = field(init=False, repr=False, compare=False)
-    #: Each action's object contract, precomputed (what the contract's clean-case test reads per proposal).
-    contracts: Mapping[str, ObjectContract] = field(init=False, repr=False, compare=False)
-    #: The private dict behind ``contracts`` (read by the contract's hot path; nothing writes it).
+    #: Each action's object contract, precomputed for the contract's clean-case test (nothing writes it).
     _contracts: dict[str, ObjectContract] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -346,7 +344,6 @@ class Catalog:
         contracts = {_interned(a.action_id): ObjectContract(a.requires_object, frozenset(a.required_object_types))
                      for a in self.actions}  # (IDs interned, like a ledger's: lookups match by identity)
         object.__setattr__(self, "_contracts", contracts)
-        object.__setattr__(self, "contracts", MappingProxyType(contracts))
         if not self.sha256:
             object.__setattr__(self, "sha256", sha256_json([_action_view(a) for a in self.actions]))
 

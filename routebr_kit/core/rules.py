@@ -355,7 +355,7 @@ class PolicyEngine:
         if state_schema is not None and not isinstance(state_schema, StateSchema):
             raise DataError(ErrorCode.WRONG_TYPE, "a StateSchema", got=state_schema, field="state_schema")
         self.state_schema = derive_state_schema(self.rules, state_schema)
-        self._tables: dict[str, Mapping[tuple, Rule] | None] = {}
+        self._tables: dict[str, Mapping[tuple, Rule]] | None = None  # (compiled on first use: decision_table)
 
     def covers(self, action_ids: Iterable[str]) -> bool:
         """Whether the program was validated against (at least) these catalog actions."""
@@ -380,16 +380,18 @@ class PolicyEngine:
         <routebr_kit.core.state.StateSchema.key>`.  Exact: it is built by running :func:`first_match` itself on
         each admitted state, and every field a rule reads is a schema field, so a valid state's key determines the
         match.  ``None`` when the schema admits too many states (then :func:`first_match` runs per decision).
-        Built once per action on first use; read only after the state passed the schema."""
-        if action_id not in self._tables:
-            chain = self.chain(action_id)
+        Built for every action on first use; read only after the state passed the schema."""
+        self.chain(action_id)  # (an unknown action is a typed error)
+        if self._tables is None:
             names = tuple(f.name for f in self.state_schema.fields)
             keys = self.state_schema.finite_keys()
-            table = None
-            if keys is not None and self.state_fields() <= set(names):
-                table = MappingProxyType({key: first_match(chain, dict(zip(names, key))) for key in keys})
-            self._tables[action_id] = table
-        return self._tables[action_id]
+            if keys is None or not self.state_fields() <= set(names):
+                self._tables = {}
+            else:
+                states = [(key, dict(zip(names, key))) for key in keys]
+                self._tables = {action: MappingProxyType({key: first_match(chain, state) for key, state in states})
+                                for action, chain in self._by_action.items()}
+        return self._tables.get(action_id)
 
     def matching(self, action_id: str, state: Mapping[str, Any]) -> tuple[Rule, ...]:
         """Every rule that applies and holds, in evaluation order (the first one wins)."""
