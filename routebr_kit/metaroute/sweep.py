@@ -32,11 +32,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file
 from ..scale import Cell, run_cells
+from ..store.files import read_json, read_yaml
 from .config import MetaRouteConfig
 from .evaluation import compare
 from .run import Mode, Suite, run_benchmark
@@ -116,40 +116,7 @@ class SweepSpace:
 
     @classmethod
     def load(cls, path: str | Path) -> SweepSpace:
-        path = Path(path)
-        try:
-            data = yaml.load(path.read_text(encoding="utf-8"), Loader=_StrictLoader)  # noqa: S506 (safe subclass)
-        except FileNotFoundError:
-            raise DataError(ErrorCode.FILE_NOT_FOUND, "a sweep space file", file=str(path)) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise DataError(ErrorCode.FILE_UNREADABLE, "a sweep space file", file=str(path), detail=str(exc)) from None
-        except yaml.YAMLError as exc:
-            if isinstance(exc, _DuplicateKey):
-                raise DataError(ErrorCode.DUPLICATE_ID, "each constant listed once", file=str(path),
-                                line=exc.line, got=exc.key) from None
-            mark = getattr(exc, "problem_mark", None)
-            raise DataError(ErrorCode.INVALID_VALUE, "valid YAML", file=str(path),
-                            line=mark.line + 1 if mark is not None else None, detail=str(exc)) from None
-        return cls.from_mapping(data, file=str(path))
-
-
-class _DuplicateKey(yaml.YAMLError):
-    def __init__(self, key: Any, line: int) -> None:
-        super().__init__(f"duplicate key {key!r}")
-        self.key, self.line = key, line
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """``SafeLoader`` that refuses a repeated mapping key instead of keeping the last one."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise _DuplicateKey(key, key_node.start_mark.line + 1)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+        return cls.from_mapping(read_yaml(path, "a sweep space file"), file=str(path))
 
 
 def _published(key: str) -> Any:
@@ -388,14 +355,7 @@ def _write_csv(path: Path, columns: Sequence[str], rows: Sequence[Sequence[Any]]
 def load_sweep(out_dir: str | Path) -> SweepResult:
     """Read a finished sweep's tables (checked against the manifest's hashes)."""
     out = Path(out_dir)
-    try:
-        manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(ErrorCode.FILE_NOT_FOUND, "a sweep manifest (run the sweep first)", file=str(out / MANIFEST)
-                        ) from None
-    except ValueError as exc:
-        raise DataError(ErrorCode.INVALID_JSON, "a JSON sweep manifest", file=str(out / MANIFEST),
-                        detail=str(exc)) from None
+    manifest = read_json(out / MANIFEST, "a sweep manifest (run the sweep first)")
     files = {}
     for name in (CONFIGURATIONS, SUMMARY, CONTRASTS):
         path = out / name

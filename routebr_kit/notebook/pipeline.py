@@ -57,7 +57,7 @@ from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file
 from ..dataset.generate import KIT_DATA_DIR
 from ..store.artifact import ARTIFACT_ENV, Artifact, artifact_candidates, find_artifact, is_artifact_dir
-from ..store.files import read_yaml
+from ..store.files import read_json, read_yaml
 from .outputs import CAPTIONS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -232,8 +232,8 @@ def prepare(plan: RunPlan, out: str | Path, *, artifact: ArtifactChoice | None =
 
 def declared_parameters(notebook: Path) -> list[str]:
     """Names assigned in the notebook's ``parameters``-tagged cell (read without starting papermill)."""
+    cells = read_json(notebook, "a notebook (JSON)").get("cells")
     try:
-        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
         source = next(("".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells
                        if "parameters" in (c.get("metadata") or {}).get("tags", [])), "")
         tree = ast.parse(source)
@@ -276,13 +276,7 @@ def _resumable(plan: RunPlan, out: Path, choice: ArtifactChoice,
     if not manifest_path.is_file():
         raise DataError(ErrorCode.FILE_NOT_FOUND, "a run folder written by reproduce (manifest.json) to resume",
                         file=str(manifest_path), field="--resume")
-    try:
-        previous = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise DataError(ErrorCode.INVALID_JSON, "the run's manifest.json", file=str(manifest_path),
-                        detail=str(exc)) from None
-    if not isinstance(previous, dict):
-        raise DataError(ErrorCode.WRONG_TYPE, "a JSON object", file=str(manifest_path), got=type(previous).__name__)
+    previous = read_json(manifest_path, "the run's manifest.json (a JSON object)")
     artifact = str(choice.path) if choice.path is not None else None
     for key, now in (("params_name", plan.name), ("artifact", artifact)):
         if previous.get(key) != now:
@@ -450,7 +444,7 @@ def _write_index(out: Path, plan: RunPlan, results: list[NotebookResult]) -> Non
                   + (f" — failed: `{r.error}`" if r.error else "")
                   + (" (kept from the run being resumed)" if r.resumed else ""), ""]
         captions = out / r.name / CAPTIONS
-        entries = json.loads(captions.read_text(encoding="utf-8")) if captions.exists() else []
+        entries = read_json(captions, "a captions file", kind=list) if captions.exists() else []
         for kind, title in (("table", "Tables"), ("figure", "Figures")):
             chosen = [e for e in entries if e["kind"] == kind]
             if not chosen:
@@ -467,6 +461,6 @@ def listed_outputs(out: Path) -> list[Path]:
     """Every table and figure file the run's README links (for tests and checks)."""
     files = []
     for captions in sorted(out.glob(f"*/{CAPTIONS}")):
-        for entry in json.loads(captions.read_text(encoding="utf-8")):
+        for entry in read_json(captions, "a captions file", kind=list):
             files.extend(captions.parent / f for f in entry["files"])
     return files

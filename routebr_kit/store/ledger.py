@@ -28,7 +28,8 @@ from typing import Any
 from ..core.controller import Decision
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_bytes
-from .assets import read_csv, read_json
+from .assets import read_csv
+from .files import parse_json, read_json
 from .redact import csv_cells, encode_json
 
 PUBLISHED_FIELDS = (
@@ -148,10 +149,7 @@ def _parse_row(file: str, line: int, values: Any) -> PredictionRow:
             raise err(ErrorCode.INVALID_INTEGER, "an integer", name, value) from None
 
     raw_topk = text("topk_json")
-    try:
-        topk = json.loads(raw_topk)
-    except ValueError:
-        raise err(ErrorCode.INVALID_JSON, "a JSON array", "topk_json", raw_topk) from None
+    topk = parse_json(raw_topk, "a JSON array", file=file, line=line, field="topk_json")
     if not isinstance(topk, list) or not all(isinstance(t, str) for t in topk):
         raise err(ErrorCode.WRONG_TYPE, "a JSON array of action IDs", "topk_json", topk)
     latency = text("latency_ms", required=False)
