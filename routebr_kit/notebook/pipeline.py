@@ -309,17 +309,32 @@ def run(plan: RunPlan, out: Path, *, artifact: str | Path | ArtifactChoice | Non
 
 def execute(prepared: PreparedRun, *, progress: bool = True) -> int:
     """Run a :class:`PreparedRun`: every notebook in order, the manifest and index rewritten after each one."""
-    import papermill as pm
-    from tqdm.auto import tqdm
-
     plan, out = prepared.plan, prepared.out
     out.mkdir(parents=True, exist_ok=True)
     _configure_logging(out / "pipeline.log", append=prepared.resume)
     results: list[NotebookResult] = [NotebookResult(job.name, "pending", 0.0, parameters or {})
                                      for job, parameters in prepared.jobs]
     started = time.perf_counter()
-    status = 0
     _write_manifest(out, prepared, results, 0.0, "running")
+    try:
+        status = _execute_jobs(prepared, results, started, progress)
+    except KeyboardInterrupt:  # Ctrl-C: what finished is kept (the next --resume reuses it)
+        done = [r for r in results if r.status != "pending"]
+        _write_manifest(out, prepared, done, time.perf_counter() - started, "interrupted")
+        _write_index(out, plan, done)
+        raise
+    done = [r for r in results if r.status != "pending"]
+    _write_manifest(out, prepared, done, time.perf_counter() - started, "complete" if status == 0 else "failed")
+    _write_index(out, plan, done)
+    return status
+
+
+def _execute_jobs(prepared: PreparedRun, results: list[NotebookResult], started: float, progress: bool) -> int:
+    import papermill as pm
+    from tqdm.auto import tqdm
+
+    plan, out = prepared.plan, prepared.out
+    status = 0
     with open(out / "kernel.log", "a", encoding="utf-8") as kernel_log:
         manager = _quiet_kernel_manager(kernel_log)
         jobs = tqdm(list(enumerate(prepared.jobs)), desc=f"reproduce {plan.name}", unit="notebook",
@@ -353,9 +368,6 @@ def execute(prepared: PreparedRun, *, progress: bool = True) -> int:
             results[i] = NotebookResult(job.name, "ok", time.perf_counter() - t0, parameters)
             _write_manifest(out, prepared, results, time.perf_counter() - started, "running")
             _write_index(out, plan, results)
-    done = [r for r in results if r.status != "pending"]
-    _write_manifest(out, prepared, done, time.perf_counter() - started, "complete" if status == 0 else "failed")
-    _write_index(out, plan, done)
     return status
 
 
@@ -404,7 +416,7 @@ def _write_manifest(out: Path, prepared: PreparedRun, results: list[NotebookResu
     artifact = str(choice.path) if choice.path is not None else None
     manifest = {
         "run": out.name,
-        "status": status,  # running | complete | failed
+        "status": status,  # running | complete | failed | interrupted
         "params_file": plan.source,
         "params_name": plan.name,
         "artifact": artifact,
