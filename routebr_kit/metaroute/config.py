@@ -234,7 +234,10 @@ class MetaRouteConfig:
     def load(cls, path: str | Path) -> MetaRouteConfig:
         """Read a YAML file; keys it leaves out keep their published defaults."""
         data = read_yaml(path, "a MetaRoute configuration file")
-        return cls.from_mapping(data if data is not None else {}, file=str(path))
+        if data is None:  # an empty file is more likely a mistake than "no overrides"
+            raise DataError(ErrorCode.EMPTY_FILE, "a MetaRoute configuration mapping (write {} to keep every "
+                            "published constant)", file=str(path))
+        return cls.from_mapping(data, file=str(path))
 
     def to_yaml(self) -> str:
         import yaml

@@ -94,7 +94,9 @@ class AssetFiles:
             raise DataError(ErrorCode.FILE_NOT_FOUND, "a candidate asset directory", file=str(root))
 
         def found(names: list[Path], what: str) -> Path | None:
-            return _one(root, [p for p in names if p.is_file()], what)
+            # anything standing at an asset's name is that asset (a directory or a link loop is a typed error when
+            # read, never silently "no edit")
+            return _one(root, [p for p in names if p.exists() or p.is_symlink()], what)
 
         changes = {
             "catalog": found([root / CATALOG_FILE], "one catalog"),
