@@ -306,7 +306,8 @@ def parse_yaml(text: str, expected: str = "YAML", *, kind: type | None = None, f
     try:
         value = loader.get_single_data()
     except _Refused as exc:
-        raise DataError(exc.code, exc.expected, file=file, line=exc.line, field=field, got=exc.got) from None
+        raise DataError(exc.code, exc.expected, file=file, line=exc.line, field=field or exc.field,
+                        got=exc.got) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         deep = "nesting depth" in str(exc)
@@ -337,9 +338,9 @@ def parse_yaml(text: str, expected: str = "YAML", *, kind: type | None = None, f
 class _Refused(Exception):
     """Raised inside the loader; turned into a located DataError by :func:`parse_yaml`."""
 
-    def __init__(self, code: ErrorCode, expected: str, mark: Any, got: Any = None) -> None:
+    def __init__(self, code: ErrorCode, expected: str, mark: Any, got: Any = None, field: str | None = None) -> None:
         super().__init__(expected)
-        self.code, self.expected, self.got = code, expected, got
+        self.code, self.expected, self.got, self.field = code, expected, got, field
         self.line = mark.line + 1 if mark is not None else None
 
 
@@ -383,7 +384,8 @@ def _strict_loader() -> type:
                                    got=type(key).__name__) from None
                 if repeated:
                     raise _Refused(ErrorCode.DUPLICATE_ID, "unique keys in every YAML mapping (a repeated key "
-                                   "never silently overrides the first)", key_node.start_mark, got=key)
+                                   "never silently overrides the first)", key_node.start_mark, got=key,
+                                   field=str(key)[:60])
                 mapping[key] = self.construct_object(value_node, deep=deep)
             return mapping
 
