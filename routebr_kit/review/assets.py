@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import DataError, ErrorCode
-from ..core.hashing import sha256_file, sha256_json
+from ..core.hashing import sha256_bytes, sha256_file, sha256_json
 from ..core.records import Entity, Registry
 from ..core.rules import Rule
 from ..prompts import PROMPT_KEYS
 from ..store.assets import REGISTRY_NAMES, Assets, load_assets
-from ..store.files import MAX_CSV_BYTES, read_json, read_text
+from ..store.files import MAX_CSV_BYTES, read_bytes, read_json, read_text
 
 CATALOG_FILE = "catalog.csv"
 RULES_FILE = "boundary_rules.csv"
@@ -122,7 +122,7 @@ class AssetFiles:
     def hashes(self) -> dict[str, Any]:
         """SHA-256 of every asset file (``None`` where the release has none)."""
         def h(path: Path | None) -> str | None:
-            return sha256_file(path) if path is not None else None
+            return None if path is None else sha256_bytes(read_bytes(path, "an asset file", max_bytes=MAX_CSV_BYTES))
 
         return {"catalog": h(self.catalog), "rules": h(self.rules), "registry": h(self.registry),
                 "prompts": h(self.prompts), "profiles": h(self.profiles),
