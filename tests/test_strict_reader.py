@@ -35,8 +35,7 @@ from routebr_kit.prompts.published import load_published_prompts
 from routebr_kit.review.gate import Gate
 from routebr_kit.scale.cells import Cell, CellStore
 from routebr_kit.store.assets import load_state_schema
-from routebr_kit.store.files import (MAX_YAML_ALIASES, parse_json, parse_yaml, read_document, read_json,
-                                     read_yaml)
+from routebr_kit.store.files import MAX_YAML_ALIASES, parse_json, parse_yaml, read_document, read_json, read_yaml
 from routebr_kit.store.ledger import RunLedger
 
 REPO = Path(__file__).resolve().parents[1]
