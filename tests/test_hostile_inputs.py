@@ -32,8 +32,8 @@ RUN_DIR = ("experiments", "results", "select", "deepseek_v4_primary", "main")
 
 VALID_GATE = '{"gate": ["new_false_dispatch <= 0", "path_exact_drop <= 1.0pp"]}'
 VALID_YAML_GATE = "gate:\n  - new_false_dispatch <= 0\n  - path_exact_drop <= 1.0pp\n"
-ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi")) + "gate: *i\n"
+ALIAS_BOMB = "gate:\n  - &a [x, x, x, x, x, x, x, x, x]\n" + "".join(  # 9**9 leaves once expanded
+    f"  - &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
 HUGE = 5 * 2**20
 
 

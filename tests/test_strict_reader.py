@@ -41,8 +41,8 @@ from routebr_kit.store.ledger import RunLedger
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACT = REPO.parent / "shared" / "routebr_artifact"
 E = ErrorCode
-BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi")) + "gate: *i\n"
+BOMB = "gate:\n  - &a [x, x, x, x, x, x, x, x, x]\n" + "".join(  # 9**9 leaves once expanded
+    f"  - &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
 
 
 def write(path: Path, text: str | bytes) -> Path:
@@ -75,7 +75,7 @@ def raised(fn, *args, **kwargs) -> DataError:
     ("trunc.json", '{"a": [1,\n 2', E.INVALID_JSON, 2, None),
     ("dup.yaml", "a: 1\nb:\n  c: 2\n  c: 3\n", E.DUPLICATE_ID, 4, None),
     ("nan.yaml", "a: 1\nb: [.nan]\n", E.INVALID_VALUE, None, "b[0]"),
-    ("bomb.yaml", BOMB, E.LIMIT_EXCEEDED, 2, None),
+    ("bomb.yaml", BOMB, E.LIMIT_EXCEEDED, 3, None),
     ("self.yaml", "a: &a [*a]\n", E.LIMIT_EXCEEDED, None, None),
     ("deep.yaml", "a: " + "[" * 100_000 + "]" * 100_000 + "\n", E.LIMIT_EXCEEDED, 1, None),
     ("bom.yaml", b"\xef\xbb\xbfa: 1\n", E.INVALID_ENCODING, 1, None),
