@@ -114,6 +114,13 @@ def test_valid_documents_load_as_before(tmp_path):
     assert raised(parse_yaml, uses + "k_over: *a\n").code is E.LIMIT_EXCEEDED
 
 
+def test_the_kits_own_records_keep_a_lone_surrogate_a_server_sent(tmp_path):
+    # receipts, ledgers and manifests hold the writer's escape of any reply; an input file may not hold one
+    path = write(tmp_path / "receipt.json", '{"responses": [{"content": "\\ud800{"}]}')
+    assert read_json(path, record=True)["responses"][0]["content"] == "\ud800{"
+    assert raised(read_json, path).code is E.INVALID_ENCODING
+
+
 def test_text_held_in_a_record_keeps_the_records_location():
     err = raised(parse_json, '{"a": 1, "a": 2}', file="rules.csv", line=7, field="condition_json")
     assert (err.code, err.file, err.line, err.field, err.got) == (E.DUPLICATE_ID, "rules.csv", 7, "condition_json",

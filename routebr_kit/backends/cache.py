@@ -71,7 +71,7 @@ class ResponseCache:
     def get(self, key: str) -> CachedResponse | None:
         """The recorded response, or ``None`` (an unreadable entry counts as a miss and is re-recorded)."""
         try:
-            entry = read_json(self.path(key), "a cache entry")
+            entry = read_json(self.path(key), "a cache entry", record=True)
             found = CachedResponse(key, entry["response"], float(entry["latency_ms"]))
         except (OSError, ValueError, KeyError, TypeError):
             self.misses += 1

@@ -269,7 +269,7 @@ def _responses(task: LedgerTask, row: PredictionRow, decision: Decision | None) 
     """The replies the shadow decision was made from, so a shadow output can itself be replayed."""
     receipt = task.path / RAW / f"{row.case_id}.json"
     if receipt in task.receipt_set:
-        return list(read_json(receipt, "a receipt JSON object").get("responses", []))
+        return list(read_json(receipt, "a receipt JSON object", record=True).get("responses", []))
     stage = _STAGE_OF_SYSTEM[task.system]
     entries = [{"stage": stage, "content": row.proposal_output, "reported_model": "replay:predictions",
                 "failure": None}]

@@ -84,7 +84,8 @@ def parse_address(arg: str, text: str | None = None) -> str:
     """The canonical ``tcp://HOST:PORT`` of a ``dask:ADDRESS`` argument; anything else is a typed error.
 
     HOST is a DNS name, an IPv4 address or a bracketed IPv6 address; PORT is 1–65535 in ASCII digits; no user,
-    path, query or other scheme (the kit checks a scheduler's handshake over plain TCP before trusting it).
+    path, query or other scheme (the kit checks a scheduler's handshake over plain TCP before trusting it).  An
+    ``inproc://`` address (a scheduler inside this process) is passed through unchanged.
     """
     def bad(detail: str) -> DataError:
         return DataError(ErrorCode.INVALID_VALUE, _ADDRESS_HELP, field="executor", got=text or arg, detail=detail)
@@ -92,8 +93,10 @@ def parse_address(arg: str, text: str | None = None) -> str:
     scheme, sep, rest = arg.partition("://")
     if not sep:
         scheme, rest = "tcp", arg
+    if scheme == "inproc" and rest and rest.isascii() and not any(c.isspace() for c in rest):
+        return arg  # a scheduler in this very process (LocalCluster(processes=False)): no listener to check
     if scheme != "tcp":
-        raise bad(f"scheme {scheme!r}: only tcp:// is supported")
+        raise bad(f"scheme {scheme!r}: only tcp:// (or this process's inproc://) is supported")
     if not rest.isascii() or any(c.isspace() or c in "/?#@\\" for c in rest):
         raise bad("only HOST:PORT may follow tcp://")
     if rest.startswith("["):
@@ -235,7 +238,8 @@ def _dask(spec: ExecutorSpec) -> Iterator[cf.Executor]:
         raise DataError(ErrorCode.UNKNOWN_REFERENCE, "dask and distributed (pip install 'routebr-kit[scale]')",
                         field="executor", got=str(spec)) from None
     if spec.address is not None:
-        check_scheduler(spec.address)
+        if spec.address.startswith("tcp://"):
+            check_scheduler(spec.address)
         try:
             client = Client(spec.address, timeout="10s")
         except (OSError, TimeoutError) as exc:

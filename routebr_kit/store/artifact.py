@@ -72,7 +72,7 @@ class ArtifactTask:
         return sorted(raw.glob("*.json")) if raw.is_dir() else []
 
     def manifest(self) -> dict[str, Any]:
-        return read_json(self.path / "run_manifest.json", "a run_manifest.json object")
+        return read_json(self.path / "run_manifest.json", "a run_manifest.json object", record=True)
 
 
 class Artifact:

@@ -9,7 +9,8 @@ field (a dotted path such as ``stages.ROUTEBR`` or ``gate[2]``) and an :class:`~
   that many bytes, whatever the file claims.
 * **Clean UTF-8 text.** Invalid UTF-8 is ``FILE_UNREADABLE``; a byte-order mark is ``INVALID_ENCODING`` except in
   CSV (spreadsheets write one); so is a lone surrogate (``"\\ud800"`` in JSON or YAML), which no UTF-8 writer or
-  HTTP body can carry further.
+  HTTP body can carry further — except in the kit's own records of model replies (``record=True``: receipts,
+  ledgers, run manifests, cache entries), where it is the writer's escape of what a server sent.
 * **JSON by the core's rules** (:mod:`routebr_kit.core.strict_json`, the same rules a model reply meets): a key
   repeated in one object is ``DUPLICATE_ID``; ``NaN``, ``Infinity`` and numbers overflowing to infinity are
   ``INVALID_JSON``; nesting deeper than ``max_depth`` (:data:`MAX_DEPTH`) is ``LIMIT_EXCEEDED``, never a
@@ -113,32 +114,38 @@ def read_text(path: str | Path, expected: str = "a text file", *, bom: bool = Fa
 
 
 def read_json(path: str | Path, expected: str = "a JSON object", *, kind: type | None = dict,
-              max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_DEPTH) -> Any:
-    """One JSON document of type ``kind`` (``dict``, ``list`` or ``None`` for any value)."""
+              max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_DEPTH, record: bool = False) -> Any:
+    """One JSON document of type ``kind`` (``dict``, ``list`` or ``None`` for any value).
+
+    ``record=True`` for the kit's own records of model replies (receipts, ledgers, run manifests, cache entries):
+    there a lone surrogate is the escape the writer made of what a server sent (:mod:`routebr_kit.store.redact`),
+    and reads back as written; every other rule holds."""
     text = read_text(path, expected, max_bytes=max_bytes)
     if not text.strip():
         raise DataError(ErrorCode.EMPTY_FILE, expected, file=str(path), line=1)
-    return parse_json(text, expected, kind=kind, file=str(path), max_depth=max_depth)
+    return parse_json(text, expected, kind=kind, file=str(path), max_depth=max_depth, record=record)
 
 
 def read_json_lines(path: str | Path, expected: str = "one JSON object per line", *, kind: type | None = dict,
-                    max_bytes: int = MAX_JSON_BYTES) -> Iterator[tuple[int, Any]]:
+                    max_bytes: int = MAX_JSON_BYTES, record: bool = False) -> Iterator[tuple[int, Any]]:
     """``(line, value)`` for every non-blank line of a JSON-lines file."""
     text = read_text(path, expected, max_bytes=max_bytes)
     for number, line in enumerate(text.split("\n"), start=1):
         if line.strip():
-            yield number, parse_json(line, expected, kind=kind, file=str(path), line=number)
+            yield number, parse_json(line, expected, kind=kind, file=str(path), line=number, record=record)
 
 
 def parse_json(text: str, expected: str = "strict JSON", *, kind: type | None = None, file: str | None = None,
-               line: int | None = None, field: str | None = None, max_depth: int = MAX_DEPTH) -> Any:
+               line: int | None = None, field: str | None = None, max_depth: int = MAX_DEPTH,
+               record: bool = False) -> Any:
     """Parse JSON text by the file rules.  ``file``/``line``/``field`` locate text held in a larger record (a CSV
-    cell, a line); without ``line`` the error's line is found in ``text`` itself."""
+    cell, a line); without ``line`` the error's line is found in ``text`` itself.  ``record``: see
+    :func:`read_json`."""
     try:
         value = strict_loads(text, max_depth=max_depth)
     except StrictJsonError as exc:
         raise _json_error(exc, text, expected, file, line, field, max_depth) from None
-    if _SURROGATE_ESCAPE.search(text):  # a pair decodes to one code point; only a lone half survives decoding
+    if not record and _SURROGATE_ESCAPE.search(text):  # a pair decodes to one code point: only a lone half remains
         found = _first_problem(value, max_depth, None, json_only=True)
         if found is not None:
             where, path = _scan_json(text, max_depth, _SURROGATE)

@@ -200,7 +200,7 @@ def _parse_row(file: str, line: int, values: Any) -> PredictionRow:
         return parsed
 
     raw_topk = text("topk_json")
-    topk = parse_json(raw_topk, "a JSON array", file=file, line=line, field="topk_json")
+    topk = parse_json(raw_topk, "a JSON array", file=file, line=line, field="topk_json", record=True)
     if not isinstance(topk, list) or not all(isinstance(t, str) for t in topk):
         raise err(ErrorCode.WRONG_TYPE, "a JSON array of action IDs", "topk_json", topk)
     boundary = text("pred_boundary")
@@ -354,7 +354,7 @@ class RunLedger:
             append_prediction(self.predictions_path, row)
 
     def receipt(self, case_id: str) -> dict[str, Any]:
-        return read_json(self.receipt_path(case_id), "a receipt JSON object")
+        return read_json(self.receipt_path(case_id), "a receipt JSON object", record=True)
 
     def finalize(self, rows: Sequence[PredictionRow]) -> None:
         """Rewrite ``predictions.csv`` atomically with exactly ``rows`` (the runner passes them in case order)."""
@@ -362,7 +362,7 @@ class RunLedger:
             _write_atomic(self.predictions_path, _csv_lines(rows, header=True).encode("utf-8"))
 
     def manifest(self) -> dict[str, Any]:
-        return read_json(self.manifest_path, "a run_manifest.json object")
+        return read_json(self.manifest_path, "a run_manifest.json object", record=True)
 
     def write_manifest(self, manifest: Mapping[str, Any]) -> None:
         write_json_atomic(self.manifest_path, manifest)
