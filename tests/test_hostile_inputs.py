@@ -113,6 +113,9 @@ class Slot:
     fmt: str
     valid: Callable[[dict], str]  # a valid content for the slot (truncated, duplicated, … are made from it)
     build: Callable[[Build], list[str]]
+    #: kinds that are not hostile here: a lone surrogate in the kit's own record of a reply is the writer's escape
+    #: of what a server sent (store.files ``record=True``), so receipts and run manifests keep it
+    skip: tuple[str, ...] = ()
 
 
 def _copy(src: Path, dst: Path) -> Path:
@@ -199,7 +202,7 @@ SLOTS: tuple[Slot, ...] = (
     Slot("replay", "a run's predictions.csv", "csv", _text("artifact", *RUN_DIR, "predictions.csv"),
          lambda b: ["replay", "--artifact", b.artifact(*RUN_DIR, "predictions.csv")]),
     Slot("replay", "a run's receipt", "json", _const('{"case_id": "MAIN-0001", "responses": []}'),
-         lambda b: ["replay", "--artifact", b.artifact(*RUN_DIR, "raw", _receipt_name())]),
+         lambda b: ["replay", "--artifact", b.artifact(*RUN_DIR, "raw", _receipt_name())], skip=("surrogate",)),
     Slot("tables", "FINAL_RESULTS.json", "json", _text("artifact", "analysis", "results", "FINAL_RESULTS.json"),
          lambda b: ["tables", "--artifact", b.artifact("analysis", "results", "FINAL_RESULTS.json"), "--out", b.out]),
     Slot("metaroute", "--config", "yaml", _const("executor:\n  base_success: 0.8\n"),
@@ -227,7 +230,7 @@ SLOTS: tuple[Slot, ...] = (
                     "--out", b.out]),
     Slot("shadow", "a ledger's run_manifest.json", "json", _text("ledger", "run_manifest.json"),
          lambda b: ["shadow", "--ledger", b.inside(b.ledger, "run_manifest.json"), "--cases", b.cases,
-                    "--out", b.out]),
+                    "--out", b.out], skip=("surrogate",)),
     Slot("diff", "--gate (JSON)", "json", _const(VALID_GATE),
          lambda b: ["diff", str(b.ledger), str(b.ledger), "--cases", b.cases, "--gate", b.file("gate.json")]),
     Slot("diff", "--gate (YAML)", "yaml", _const(VALID_YAML_GATE),
@@ -274,7 +277,7 @@ def _snapshot(root: Path, skip: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
-CORPUS = [(i, kind) for i, slot in enumerate(SLOTS) for kind in kinds(slot.fmt)]
+CORPUS = [(i, kind) for i, slot in enumerate(SLOTS) for kind in kinds(slot.fmt) if kind not in slot.skip]
 
 
 def test_every_subcommand_has_a_hostile_input_slot():
