@@ -83,7 +83,7 @@ def test_yaml_profiles_and_defaults(tmp_path):
 def test_invalid_yaml_and_unknown_names_are_data_errors(tmp_path):
     with pytest.raises(rk.DataError) as err:
         load_profiles(write(tmp_path, "a: [unclosed\n  b: 1\n", ".yaml"))
-    assert err.value.code is rk.ErrorCode.INVALID_JSON and err.value.line is not None
+    assert err.value.code is rk.ErrorCode.INVALID_VALUE and err.value.line is not None
     with pytest.raises(rk.DataError) as err:
         load_profile(DEFAULT_PROFILES, "no_such_profile")
     assert err.value.code is rk.ErrorCode.UNKNOWN_REFERENCE and err.value.field == "profile"

@@ -59,7 +59,7 @@ def test_a_repeated_key_in_a_rule_condition_is_a_located_error(tmp_path, catalog
 
 def test_a_json_file_with_a_repeated_key_or_nan_is_a_located_error(tmp_path):
     for text, code in (('{"a": 1, "a": 2}', E.DUPLICATE_ID), ('{"a": NaN}', E.INVALID_JSON),
-                       ('{"a": ' + "[" * 5000 + "]" * 5000 + "}", E.INVALID_JSON)):
+                       ('{"a": ' + "[" * 5000 + "]" * 5000 + "}", E.LIMIT_EXCEEDED)):
         with pytest.raises(rk.DataError) as err:
             read_json(write(tmp_path / "x.json", text))
         assert err.value.code is code and err.value.file == str(tmp_path / "x.json")

@@ -15,7 +15,6 @@ one cached response, which is the temperature-0 reading of "the same request".  
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 from ..core.errors import KitError
 from ..core.hashing import sha256_json
+from ..store.files import read_json
 from ..store.ledger import write_json_atomic
 from ..store.redact import redact_text
 
@@ -71,7 +71,7 @@ class ResponseCache:
     def get(self, key: str) -> CachedResponse | None:
         """The recorded response, or ``None`` (an unreadable entry counts as a miss and is re-recorded)."""
         try:
-            entry = json.loads(self.path(key).read_text(encoding="utf-8"))
+            entry = read_json(self.path(key), "a cache entry", record=True)
             found = CachedResponse(key, entry["response"], float(entry["latency_ms"]))
         except (OSError, ValueError, KeyError, TypeError):
             self.misses += 1

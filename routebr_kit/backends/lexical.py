@@ -41,6 +41,7 @@ from ..core.calls import FailureKind, ModelCall, ModelReply
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_json
 from ..core.records import NONE, OBJECT_FREE_TYPE, UNRESOLVED, Catalog, Stage
+from ..store.files import parse_json, read_json
 
 LANGUAGES = ("zh", "en")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
@@ -85,17 +86,11 @@ class Lexicon:
                 raise DataError(ErrorCode.UNKNOWN_ENUM, "one of " + ", ".join(LANGUAGES), got=language,
                                 field="language")
             ref = resources.files("routebr_kit") / "resources" / f"lexicon_{language}.json"
-            name, text = f"routebr_kit/resources/lexicon_{language}.json", ref.read_text(encoding="utf-8")
+            name = f"routebr_kit/resources/lexicon_{language}.json"
+            data = parse_json(ref.read_text(encoding="utf-8"), "a JSON lexicon", file=name)
         else:
             name = str(source)
-            try:
-                text = Path(source).read_text(encoding="utf-8")
-            except FileNotFoundError:
-                raise DataError(ErrorCode.FILE_NOT_FOUND, "a lexicon JSON file", file=name) from None
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise DataError(ErrorCode.INVALID_JSON, "a JSON lexicon", file=name, detail=str(exc)) from None
+            data = read_json(source, "a JSON lexicon", kind=None)
         return cls.from_dict(data, file=name)
 
     @classmethod

@@ -24,7 +24,6 @@ load, as is any unknown key (a misspelt option, or a key pasted where its variab
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -35,6 +34,7 @@ from typing import Any
 
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_json
+from ..store.files import MAX_JSON_BYTES, MAX_YAML_BYTES, parse_json, parse_yaml, read_text
 
 RESERVED_OPTIONS = ("model", "messages", "stream", "response_format", "seed")
 PROMPT_LANGUAGES = ("auto", "en", "zh")
@@ -99,13 +99,9 @@ _TYPES: dict[str, tuple[type, ...]] = {
 def load_profiles(path: str | Path) -> dict[str, Profile]:
     """Every profile of a JSON (``.json``) or YAML (``.yaml``/``.yml``) file, validated."""
     file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(ErrorCode.FILE_NOT_FOUND, "a profiles file (JSON or YAML)", file=file) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(ErrorCode.FILE_UNREADABLE, "a UTF-8 profiles file", file=file, detail=str(exc)) from None
-    doc = _parse(text, file)
+    yaml = file.endswith((".yaml", ".yml"))
+    text = read_text(path, "a profiles file (JSON or YAML)", max_bytes=MAX_YAML_BYTES if yaml else MAX_JSON_BYTES)
+    doc = parse_yaml(text, "a profiles file", file=file) if yaml else parse_json(text, "a profiles file", file=file)
     if not isinstance(doc, dict) or not doc:
         raise DataError(ErrorCode.WRONG_TYPE, "a mapping of profile names to settings", file=file,
                         got=type(doc).__name__)
@@ -119,23 +115,6 @@ def load_profile(path: str | Path, name: str) -> Profile:
         raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a profile name from " + ", ".join(sorted(profiles)),
                         file=str(path), field="profile", got=name)
     return profiles[name]
-
-
-def _parse(text: str, file: str) -> Any:
-    if file.endswith((".yaml", ".yml")):
-        import yaml
-
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            raise DataError(ErrorCode.INVALID_JSON, "valid YAML", file=file,
-                            line=mark.line + 1 if mark is not None else None, detail=str(exc)) from None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise DataError(ErrorCode.INVALID_JSON, "valid JSON", file=file, line=getattr(exc, "lineno", None),
-                        detail=str(exc)) from None
 
 
 def _line_of(text: str, name: str) -> int | None:

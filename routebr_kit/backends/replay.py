@@ -46,7 +46,7 @@ class ReplayBackend:
         nesting past the file bound is a located :class:`DataError`, like a missing field)."""
         replies = {}
         for path in paths:
-            receipt = read_json(path, "a receipt JSON object")
+            receipt = read_json(path, "a receipt JSON object", record=True)
             try:
                 replies[receipt["case_id"]] = replies_of_receipt(receipt)
             except (ValueError, KeyError, TypeError) as exc:

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..metaroute import Mode
-from ..metaroute.sweep import SweepSpace, default_space, design, robustness, run_sweep, sensitivity
+from ..metaroute.sweep import MAX_CONFIGURATIONS, SweepSpace, default_space, design, robustness, run_sweep, sensitivity
 from .common import command, print_table
 
 
@@ -16,6 +16,8 @@ def _args(p: argparse.ArgumentParser) -> None:
     how = p.add_mutually_exclusive_group()
     how.add_argument("--samples", type=int, default=None, help="Latin-hypercube configurations (default 64)")
     how.add_argument("--grid", action="store_true", help="the full grid over each constant's levels instead")
+    p.add_argument("--max-configurations", type=int, default=MAX_CONFIGURATIONS, metavar="N",
+                   help=f"refuse a design of more than N configurations (default {MAX_CONFIGURATIONS:,})")
     p.add_argument("--sample-seed", type=int, default=0, help="seed of the Latin hypercube (default 0)")
     p.add_argument("--seeds", type=int, required=True, help="executor seeds 0..S-1 per configuration (paired)")
     p.add_argument("--mode", choices=("fast", "exact"), default="fast", help="simulator mode (default fast)")
@@ -28,8 +30,9 @@ def _args(p: argparse.ArgumentParser) -> None:
 @command("metaroute-sweep", "robustness sweep of MetaRoute-Bench over simulator constants (resumable)", _args)
 def metaroute_sweep(args: argparse.Namespace) -> int:
     space = SweepSpace.load(args.space) if args.space else default_space()
-    plan = design(space, grid=True) if args.grid else design(
-        space, samples=64 if args.samples is None else args.samples, seed=args.sample_seed)
+    cap = args.max_configurations
+    plan = design(space, grid=True, max_configurations=cap) if args.grid else design(
+        space, samples=64 if args.samples is None else args.samples, seed=args.sample_seed, max_configurations=cap)
     result = run_sweep(plan, args.seeds, args.out, mode=Mode(args.mode), executor=args.executor, progress=True,
                        max_in_flight=args.max_in_flight)
     print(f"{len(plan.configurations)} configurations × {args.seeds} seeds: {result.computed} computed, "

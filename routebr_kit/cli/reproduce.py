@@ -39,7 +39,7 @@ def reproduce(args: argparse.Namespace) -> int:
     if args.out is None and args.resume:
         raise DataError(ErrorCode.EMPTY_VALUE, "--out RUN_DIR: the run to resume", field="--out")
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    out = args.out or REPO / "outputs" / f"{plan.name}-{stamp}"
+    out = args.out = args.out or REPO / "outputs" / f"{plan.name}-{stamp}"  # args.out: for a Ctrl-C resume hint
     prepared = prepare(plan, out, artifact=choice, resume=args.resume)  # every check, before anything is written
     print(f"artifact: {choice.path if choice.path is not None else 'none'} ({choice.how})")
     if prepared.kept:

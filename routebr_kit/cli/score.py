@@ -165,7 +165,7 @@ def _warn_if_other_cases(run_dir: Path, cases: Path) -> None:
     manifest_path = run_dir / MANIFEST
     if not manifest_path.is_file():
         return
-    hashes = read_json(manifest_path, "a run_manifest.json object").get("hashes")
+    hashes = read_json(manifest_path, "a run_manifest.json object", record=True).get("hashes")
     recorded = hashes.get("cases_file") if isinstance(hashes, dict) else None
     if isinstance(recorded, str) and recorded != sha256_file(cases):
         print(f"WARNING: {cases} is not the cases file this run recorded (sha256 {recorded[:16]}…); "

@@ -42,6 +42,9 @@ class ErrorCode(str, enum.Enum):
     INVALID_OPERAND = "INVALID_OPERAND"
     # CSV records
     FIELD_TOO_LARGE = "FIELD_TOO_LARGE"
+    # the strict file reader (routebr_kit.store.files): bounded work, clean text
+    LIMIT_EXCEEDED = "LIMIT_EXCEEDED"  # bytes, nesting, YAML aliases, nodes, sweep size: a bound the input passes
+    INVALID_ENCODING = "INVALID_ENCODING"  # a BOM where none belongs, a lone surrogate
     # controller construction
     EMPTY_CATALOG = "EMPTY_CATALOG"
     DISPATCH_FALLBACK = "DISPATCH_FALLBACK"

@@ -43,9 +43,9 @@ from ..core.controller import Controller
 from ..core.errors import DataError
 from ..core.records import NONE, UNRESOLVED, Boundary, Catalog, Registry, Terminal, final_path_of
 from ..core.rules import PolicyEngine
-from ..core.strict_json import StrictJsonError, strict_loads
 from ..store.assets import CsvTable, load_catalog, load_registry, load_rules, load_state_schema, read_csv
 from ..store.cases import CASE_COLUMNS, CASE_REQUIRED_VALUES, Case, ObjectDifficulty, Split, load_cases
+from ..store.files import parse_json
 from .composition import (
     ACTION_TOTALS,
     ACTIONS,
@@ -392,9 +392,9 @@ class _Audit:
         for name in JSON_FIELDS:
             if text := raw[name].strip():
                 try:
-                    parsed[name] = strict_loads(text)
-                except StrictJsonError as exc:  # the published check, strict: no NaN, no repeated keys
-                    self.add(AuditCode.INVALID_JSON, subject, f"{name}: {exc}", line)
+                    parsed[name] = parse_json(text, f"strict JSON in {name}")
+                except DataError as exc:  # the published check, strict: no NaN, no repeated keys
+                    self.add(AuditCode.INVALID_JSON, subject, f"{name}: {exc.detail or exc}", line)
         return _RawCase(line, subject, split if split in Split.__members__ else None, raw, parsed)
 
     def _values(self, row: _RawCase) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_json
-from ..store.files import read_yaml
+from ..store.files import parse_yaml, read_yaml
 from .records import RouteAction, Workload
 
 _UNIT = {"range": (0.0, 1.0)}
@@ -234,7 +234,10 @@ class MetaRouteConfig:
     def load(cls, path: str | Path) -> MetaRouteConfig:
         """Read a YAML file; keys it leaves out keep their published defaults."""
         data = read_yaml(path, "a MetaRoute configuration file")
-        return cls.from_mapping(data if data is not None else {}, file=str(path))
+        if data is None:  # an empty file is more likely a mistake than "no overrides"
+            raise DataError(ErrorCode.EMPTY_FILE, "a MetaRoute configuration mapping (write {} to keep every "
+                            "published constant)", file=str(path))
+        return cls.from_mapping(data, file=str(path))
 
     def to_yaml(self) -> str:
         import yaml
@@ -246,19 +249,13 @@ class MetaRouteConfig:
 
         String values (the CLI form) are parsed as YAML scalars, so ``0.9``, ``true`` and ``[verify]`` work.
         """
-        import yaml
-
         if not isinstance(overrides, Mapping):
             pairs = {}
             for item in overrides:
                 key, sep, text = item.partition("=")
                 if not sep or not key.strip():
                     raise DataError(ErrorCode.INVALID_VALUE, "key=value", got=item)
-                try:
-                    pairs[key.strip()] = yaml.safe_load(text)
-                except yaml.YAMLError as exc:
-                    raise DataError(ErrorCode.INVALID_VALUE, "a YAML value", field=key.strip(), got=text,
-                                    detail=str(exc)) from None
+                pairs[key.strip()] = parse_yaml(text, "a YAML value", field=key.strip())
             overrides = pairs
         data = self.to_mapping()
         for dotted, value in overrides.items():

@@ -32,11 +32,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file
 from ..scale import Cell, run_cells
+from ..store.files import read_json, read_yaml
 from .config import MetaRouteConfig
 from .evaluation import compare
 from .run import Mode, Suite, run_benchmark
@@ -116,40 +116,7 @@ class SweepSpace:
 
     @classmethod
     def load(cls, path: str | Path) -> SweepSpace:
-        path = Path(path)
-        try:
-            data = yaml.load(path.read_text(encoding="utf-8"), Loader=_StrictLoader)  # noqa: S506 (safe subclass)
-        except FileNotFoundError:
-            raise DataError(ErrorCode.FILE_NOT_FOUND, "a sweep space file", file=str(path)) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise DataError(ErrorCode.FILE_UNREADABLE, "a sweep space file", file=str(path), detail=str(exc)) from None
-        except yaml.YAMLError as exc:
-            if isinstance(exc, _DuplicateKey):
-                raise DataError(ErrorCode.DUPLICATE_ID, "each constant listed once", file=str(path),
-                                line=exc.line, got=exc.key) from None
-            mark = getattr(exc, "problem_mark", None)
-            raise DataError(ErrorCode.INVALID_VALUE, "valid YAML", file=str(path),
-                            line=mark.line + 1 if mark is not None else None, detail=str(exc)) from None
-        return cls.from_mapping(data, file=str(path))
-
-
-class _DuplicateKey(yaml.YAMLError):
-    def __init__(self, key: Any, line: int) -> None:
-        super().__init__(f"duplicate key {key!r}")
-        self.key, self.line = key, line
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """``SafeLoader`` that refuses a repeated mapping key instead of keeping the last one."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise _DuplicateKey(key, key_node.start_mark.line + 1)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+        return cls.from_mapping(read_yaml(path, "a sweep space file"), file=str(path))
 
 
 def _published(key: str) -> Any:
@@ -241,17 +208,35 @@ class SweepDesign:
                 **self.space.to_mapping()}
 
 
-def design(space: SweepSpace, *, samples: int | None = None, grid: bool = False, seed: int = 0) -> SweepDesign:
-    """A Latin hypercube of ``samples`` configurations drawn with ``seed``, or (``grid=True``) the full grid."""
+#: The most configurations one design may hold unless the caller raises it (``max_configurations``,
+#: ``metaroute-sweep --max-configurations``): a grid of 3 constants × 1,000 levels is 10⁹ cells.
+MAX_CONFIGURATIONS = 10_000
+
+
+def design(space: SweepSpace, *, samples: int | None = None, grid: bool = False, seed: int = 0,
+           max_configurations: int = MAX_CONFIGURATIONS) -> SweepDesign:
+    """A Latin hypercube of ``samples`` configurations drawn with ``seed``, or (``grid=True``) the full grid.
+
+    A design of more than ``max_configurations`` configurations is refused before anything is built
+    (``LIMIT_EXCEEDED``, naming the cap and how to raise it)."""
+    if isinstance(max_configurations, bool) or not isinstance(max_configurations, int) or max_configurations < 1:
+        raise DataError(ErrorCode.INVALID_VALUE, "a positive maximum number of configurations",
+                        field="max_configurations", got=max_configurations)
     if grid:
         if samples is not None:
             raise DataError(ErrorCode.INVALID_VALUE, "either samples or grid, not both", field="samples", got=samples)
+        size = math.prod(d.levels for d in space.dimensions)
+        if size > max_configurations:
+            levels = " × ".join(str(d.levels) for d in space.dimensions)
+            raise _too_many(f"a grid of {levels} = {size:,} configurations", max_configurations, "levels")
         axes = [[d.value(i / (d.levels - 1)) for i in range(d.levels)] for d in space.dimensions]
         points = list(itertools.product(*axes))
         configs = tuple(tuple(zip(space.keys, p)) for p in points)
         return SweepDesign(space, Sampling.GRID, None, _distinct(configs))
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
         raise DataError(ErrorCode.INVALID_VALUE, "a positive number of samples", field="samples", got=samples)
+    if samples > max_configurations:
+        raise _too_many(f"{samples:,} sampled configurations", max_configurations, "samples")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise DataError(ErrorCode.INVALID_INTEGER, "an integer sampling seed", field="seed", got=seed)
     from scipy.stats import qmc
@@ -259,6 +244,11 @@ def design(space: SweepSpace, *, samples: int | None = None, grid: bool = False,
     units = qmc.LatinHypercube(d=len(space.dimensions), rng=np.random.default_rng(seed)).random(samples)
     configs = tuple(tuple((d.key, d.value(float(u))) for d, u in zip(space.dimensions, row)) for row in units)
     return SweepDesign(space, Sampling.LHS, seed, _distinct(configs))
+
+
+def _too_many(what: str, cap: int, field: str) -> DataError:
+    return DataError(ErrorCode.LIMIT_EXCEEDED, f"at most {cap:,} configurations (raise the cap with "
+                     f"--max-configurations N, or max_configurations= in design())", field=field, got=what)
 
 
 def _distinct(configs: tuple[tuple[tuple[str, Any], ...], ...]) -> tuple[tuple[tuple[str, Any], ...], ...]:
@@ -344,9 +334,17 @@ def run_sweep(plan: SweepDesign, seeds: Sequence[int] | int, out_dir: str | Path
     seeds = _seeds(seeds)
     out = Path(out_dir)
     cells = sweep_cells(plan, seeds, mode)
-    done = run_cells(cells, out, executor=executor, progress=progress, max_in_flight=max_in_flight,
-                     desc="configurations")
     ids = [f"c{i:04d}" for i in range(len(cells))]
+    head = {"design": plan.to_mapping(), "seeds": list(seeds), "mode": Mode(mode).value,
+            "cell_function": CELL_FUNCTION, "cell_version": CELL_VERSION,
+            "published_config_sha256": MetaRouteConfig().sha256, "cells": dict(zip(ids, (c.key for c in cells)))}
+    try:
+        done = run_cells(cells, out, executor=executor, progress=progress, max_in_flight=max_in_flight,
+                         desc="configurations")
+    except KeyboardInterrupt:  # finished cells are kept under cells/; the same command resumes from them
+        out.mkdir(parents=True, exist_ok=True)
+        _write_manifest(out, {**head, "status": "interrupted", "files": {}})
+        raise
     config_rows, summary_rows, contrast_rows = [], [], []
     for cid, cell, overrides in zip(ids, cells, plan.configurations):
         config_rows.append((cid, cell.key, cell.payload["config_sha256"], *(v for _, v in overrides)))
@@ -362,17 +360,17 @@ def run_sweep(plan: SweepDesign, seeds: Sequence[int] | int, out_dir: str | Path
         SUMMARY: _write_csv(out / SUMMARY, SUMMARY_COLUMNS, summary_rows),
         CONTRASTS: _write_csv(out / CONTRASTS, CONTRAST_COLUMNS, contrast_rows),
     }
-    manifest = {"design": plan.to_mapping(), "seeds": list(seeds), "mode": Mode(mode).value,
-                "cell_function": CELL_FUNCTION, "cell_version": CELL_VERSION,
-                "published_config_sha256": MetaRouteConfig().sha256,
-                "cells": dict(zip(ids, (c.key for c in cells))),
-                "files": {name: sha256_file(path) for name, path in sorted(files.items())}}
-    tmp = out / f".{MANIFEST}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(out / MANIFEST)
+    _write_manifest(out, {**head, "status": "complete",
+                          "files": {name: sha256_file(path) for name, path in sorted(files.items())}})
     files[MANIFEST] = out / MANIFEST
     result = load_sweep(out)
     return dataclasses.replace(result, computed=len(done.computed), reused=len(done.reused))
+
+
+def _write_manifest(out: Path, manifest: Mapping[str, Any]) -> None:
+    tmp = out / f".{MANIFEST}.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(out / MANIFEST)
 
 
 def _write_csv(path: Path, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Path:
@@ -388,14 +386,10 @@ def _write_csv(path: Path, columns: Sequence[str], rows: Sequence[Sequence[Any]]
 def load_sweep(out_dir: str | Path) -> SweepResult:
     """Read a finished sweep's tables (checked against the manifest's hashes)."""
     out = Path(out_dir)
-    try:
-        manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(ErrorCode.FILE_NOT_FOUND, "a sweep manifest (run the sweep first)", file=str(out / MANIFEST)
-                        ) from None
-    except ValueError as exc:
-        raise DataError(ErrorCode.INVALID_JSON, "a JSON sweep manifest", file=str(out / MANIFEST),
-                        detail=str(exc)) from None
+    manifest = read_json(out / MANIFEST, "a sweep manifest (run the sweep first)")
+    if manifest.get("status", "complete") != "complete" or not isinstance(manifest.get("files"), dict):
+        raise DataError(ErrorCode.INVALID_VALUE, "a finished sweep (re-run the sweep's command to complete it)",
+                        file=str(out / MANIFEST), field="status", got=manifest.get("status"))
     files = {}
     for name in (CONFIGURATIONS, SUMMARY, CONTRASTS):
         path = out / name

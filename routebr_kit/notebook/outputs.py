@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..store.files import read_json
+
 CAPTIONS = "captions.json"
 
 
@@ -62,7 +64,7 @@ class Outputs:
 
     def _record(self, saved: Saved) -> None:
         path = self.root / CAPTIONS
-        entries = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
+        entries = read_json(path, "a captions file", kind=list) if path.exists() else []
         entries = [e for e in entries if not (e["kind"] == saved.kind and e["name"] == saved.name)]
         entries.append({"kind": saved.kind, "name": saved.name, "caption": saved.caption,
                         "files": list(saved.files), "notebook": self.notebook})

@@ -57,7 +57,7 @@ from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file
 from ..dataset.generate import KIT_DATA_DIR
 from ..store.artifact import ARTIFACT_ENV, Artifact, artifact_candidates, find_artifact, is_artifact_dir
-from ..store.files import read_yaml
+from ..store.files import read_json, read_yaml
 from .outputs import CAPTIONS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -232,8 +232,8 @@ def prepare(plan: RunPlan, out: str | Path, *, artifact: ArtifactChoice | None =
 
 def declared_parameters(notebook: Path) -> list[str]:
     """Names assigned in the notebook's ``parameters``-tagged cell (read without starting papermill)."""
+    cells = read_json(notebook, "a notebook (JSON)").get("cells")
     try:
-        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
         source = next(("".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells
                        if "parameters" in (c.get("metadata") or {}).get("tags", [])), "")
         tree = ast.parse(source)
@@ -276,13 +276,7 @@ def _resumable(plan: RunPlan, out: Path, choice: ArtifactChoice,
     if not manifest_path.is_file():
         raise DataError(ErrorCode.FILE_NOT_FOUND, "a run folder written by reproduce (manifest.json) to resume",
                         file=str(manifest_path), field="--resume")
-    try:
-        previous = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise DataError(ErrorCode.INVALID_JSON, "the run's manifest.json", file=str(manifest_path),
-                        detail=str(exc)) from None
-    if not isinstance(previous, dict):
-        raise DataError(ErrorCode.WRONG_TYPE, "a JSON object", file=str(manifest_path), got=type(previous).__name__)
+    previous = read_json(manifest_path, "the run's manifest.json (a JSON object)")
     artifact = str(choice.path) if choice.path is not None else None
     for key, now in (("params_name", plan.name), ("artifact", artifact)):
         if previous.get(key) != now:
@@ -315,17 +309,32 @@ def run(plan: RunPlan, out: Path, *, artifact: str | Path | ArtifactChoice | Non
 
 def execute(prepared: PreparedRun, *, progress: bool = True) -> int:
     """Run a :class:`PreparedRun`: every notebook in order, the manifest and index rewritten after each one."""
-    import papermill as pm
-    from tqdm.auto import tqdm
-
     plan, out = prepared.plan, prepared.out
     out.mkdir(parents=True, exist_ok=True)
     _configure_logging(out / "pipeline.log", append=prepared.resume)
     results: list[NotebookResult] = [NotebookResult(job.name, "pending", 0.0, parameters or {})
                                      for job, parameters in prepared.jobs]
     started = time.perf_counter()
-    status = 0
     _write_manifest(out, prepared, results, 0.0, "running")
+    try:
+        status = _execute_jobs(prepared, results, started, progress)
+    except KeyboardInterrupt:  # Ctrl-C: what finished is kept (the next --resume reuses it)
+        done = [r for r in results if r.status != "pending"]
+        _write_manifest(out, prepared, done, time.perf_counter() - started, "interrupted")
+        _write_index(out, plan, done)
+        raise
+    done = [r for r in results if r.status != "pending"]
+    _write_manifest(out, prepared, done, time.perf_counter() - started, "complete" if status == 0 else "failed")
+    _write_index(out, plan, done)
+    return status
+
+
+def _execute_jobs(prepared: PreparedRun, results: list[NotebookResult], started: float, progress: bool) -> int:
+    import papermill as pm
+    from tqdm.auto import tqdm
+
+    plan, out = prepared.plan, prepared.out
+    status = 0
     with open(out / "kernel.log", "a", encoding="utf-8") as kernel_log:
         manager = _quiet_kernel_manager(kernel_log)
         jobs = tqdm(list(enumerate(prepared.jobs)), desc=f"reproduce {plan.name}", unit="notebook",
@@ -359,9 +368,6 @@ def execute(prepared: PreparedRun, *, progress: bool = True) -> int:
             results[i] = NotebookResult(job.name, "ok", time.perf_counter() - t0, parameters)
             _write_manifest(out, prepared, results, time.perf_counter() - started, "running")
             _write_index(out, plan, results)
-    done = [r for r in results if r.status != "pending"]
-    _write_manifest(out, prepared, done, time.perf_counter() - started, "complete" if status == 0 else "failed")
-    _write_index(out, plan, done)
     return status
 
 
@@ -410,7 +416,7 @@ def _write_manifest(out: Path, prepared: PreparedRun, results: list[NotebookResu
     artifact = str(choice.path) if choice.path is not None else None
     manifest = {
         "run": out.name,
-        "status": status,  # running | complete | failed
+        "status": status,  # running | complete | failed | interrupted
         "params_file": plan.source,
         "params_name": plan.name,
         "artifact": artifact,
@@ -450,7 +456,7 @@ def _write_index(out: Path, plan: RunPlan, results: list[NotebookResult]) -> Non
                   + (f" — failed: `{r.error}`" if r.error else "")
                   + (" (kept from the run being resumed)" if r.resumed else ""), ""]
         captions = out / r.name / CAPTIONS
-        entries = json.loads(captions.read_text(encoding="utf-8")) if captions.exists() else []
+        entries = read_json(captions, "a captions file", kind=list) if captions.exists() else []
         for kind, title in (("table", "Tables"), ("figure", "Figures")):
             chosen = [e for e in entries if e["kind"] == kind]
             if not chosen:
@@ -467,6 +473,6 @@ def listed_outputs(out: Path) -> list[Path]:
     """Every table and figure file the run's README links (for tests and checks)."""
     files = []
     for captions in sorted(out.glob(f"*/{CAPTIONS}")):
-        for entry in json.loads(captions.read_text(encoding="utf-8")):
+        for entry in read_json(captions, "a captions file", kind=list):
             files.extend(captions.parent / f for f in entry["files"])
     return files

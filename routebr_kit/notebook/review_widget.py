@@ -7,7 +7,6 @@ JSON, unknown operator, missing default) is shown as its typed error, never as a
 
 from __future__ import annotations
 
-import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +15,7 @@ import ipywidgets as widgets
 import pandas as pd
 
 from ..core.controller import ControllerOptions
-from ..core.errors import DataError, ErrorCode, KitError
+from ..core.errors import KitError
 from ..core.records import Boundary
 from ..core.rules import rule
 from ..review.assets import AssetFiles, compare_assets, write_release
@@ -26,6 +25,7 @@ from ..review.impact import ImpactReport, impact
 from ..review.ledgers import LedgerSet
 from ..review.shadow import ShadowResult, shadow_ledgers, shadow_replay
 from ..runs.replay import replay_rows
+from ..store.files import parse_json
 
 
 @dataclass(frozen=True)
@@ -76,11 +76,7 @@ class RuleEditor:
 
     def candidate_rules(self) -> list:
         """The base program with the edited rule replacing (or joining) its namesake."""
-        try:
-            condition = json.loads(self.condition.value)
-        except ValueError as exc:
-            raise DataError(ErrorCode.INVALID_JSON, "a JSON object condition",
-                            field="condition_json", detail=str(exc)) from None
+        condition = parse_json(self.condition.value, "a JSON object condition", field="condition_json")
         edited = rule(self.rule_id.value.strip(), int(self.priority.value), tuple(self.applies_to.value) or ("*",),
                       condition, self.decision.value, self.version.value.strip() or "v1", "edited in notebook 10")
         return [r for r in self.assets.policy.rules if r.rule_id != edited.rule_id] + [edited]

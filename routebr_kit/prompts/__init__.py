@@ -10,7 +10,6 @@ Standard library only.
 
 from __future__ import annotations
 
-import json
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_bytes
 from ..core.records import Stage
 from ..store.cases import Language
+from ..store.files import decode_text, parse_json, read_bytes
 from .published import Protocol, PublishedPrompts, load_published_prompts
 
 PROMPT_DIR = Path(__file__).resolve().parent
@@ -75,14 +75,9 @@ def load_prompts(language: Language | str = Language.EN, version: str = DEFAULT_
                         field="language") from None
     file = Path(path) if path is not None else prompt_path(language, version)
     name = str(file)
-    try:
-        data = file.read_bytes()
-    except FileNotFoundError:
-        raise DataError(ErrorCode.FILE_NOT_FOUND, "a prompt file", file=name) from None
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise DataError(ErrorCode.INVALID_JSON, "a UTF-8 JSON prompt file", file=name, detail=str(exc)) from None
+    data = read_bytes(file, "a prompt file")
+    doc = parse_json(decode_text(data, file=name, expected="a prompt file"), "a JSON prompt file", kind=dict,
+                     file=name)
     meta = _object(doc, "metadata", name)
     stages = _object(doc, "stages", name)
     schemas = _object(doc, "output_schemas", name)

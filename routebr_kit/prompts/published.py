@@ -35,6 +35,7 @@ from ..core.errors import ContractErrorCode as C
 from ..core.hashing import sha256_bytes
 from ..core.records import NONE, UNRESOLVED, Stage
 from ..store.cases import Language
+from ..store.files import decode_text, parse_json, read_bytes
 
 #: The stage texts a published prompt file must hold; a ``REPAIR_<STAGE>`` call uses ``REPAIR``.
 PUBLISHED_KEYS = ("ROUTEBR", "B1_DIRECT", "B2_DIRECT_GUARD", "REPAIR")
@@ -97,26 +98,14 @@ def load_published_prompts(path: str | Path) -> PublishedPrompts:
 
     It must be a JSON object with a ``metadata.language`` (``zh-CN``, ``zh`` or ``en…``) and a non-empty string for
     each of ``ROUTEBR``, ``B1_DIRECT``, ``B2_DIRECT_GUARD`` and ``REPAIR``; anything else is a located
-    :class:`~routebr_kit.core.errors.DataError` (file, line where the key sits, field).
+    :class:`~routebr_kit.core.errors.DataError` (file, line where the key sits, field).  The file is read by the
+    kit's strict reader (:mod:`routebr_kit.store.files`), so a stage text given twice, ``NaN`` or a lone surrogate
+    (which no request body could carry) fails here, before any request is sent.
     """
     name = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise DataError(ErrorCode.FILE_NOT_FOUND, "a published prompt file (ARTIFACT/experiments/prompts.json)",
-                        file=name) from None
-    except OSError as exc:
-        raise DataError(ErrorCode.FILE_UNREADABLE, "a readable prompt file", file=name, detail=str(exc)) from None
-    try:
-        text = data.decode("utf-8")
-        doc = json.loads(text)
-    except UnicodeDecodeError as exc:
-        raise DataError(ErrorCode.INVALID_JSON, "a UTF-8 JSON prompt file", file=name, detail=str(exc)) from None
-    except ValueError as exc:
-        raise DataError(ErrorCode.INVALID_JSON, "a JSON prompt file", file=name, line=getattr(exc, "lineno", None),
-                        detail=str(exc)) from None
-    if not isinstance(doc, dict):
-        raise DataError(ErrorCode.WRONG_TYPE, "a JSON object of stage texts", file=name, got=type(doc).__name__)
+    data = read_bytes(path, "a published prompt file (ARTIFACT/experiments/prompts.json)")
+    text = decode_text(data, file=name, expected="a published prompt file")
+    doc = parse_json(text, "a JSON object of stage texts", kind=dict, file=name)  # duplicates, NaN, surrogates
     meta = doc.get("metadata")
     if not isinstance(meta, dict):
         raise DataError(ErrorCode.WRONG_TYPE if "metadata" in doc else ErrorCode.EMPTY_VALUE,

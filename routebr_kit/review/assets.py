@@ -31,11 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import DataError, ErrorCode
-from ..core.hashing import sha256_file, sha256_json
+from ..core.hashing import sha256_bytes, sha256_file, sha256_json
 from ..core.records import Entity, Registry
 from ..core.rules import Rule
 from ..prompts import PROMPT_KEYS
 from ..store.assets import REGISTRY_NAMES, Assets, load_assets
+from ..store.files import MAX_CSV_BYTES, read_bytes, read_json, read_text
 
 CATALOG_FILE = "catalog.csv"
 RULES_FILE = "boundary_rules.csv"
@@ -93,7 +94,9 @@ class AssetFiles:
             raise DataError(ErrorCode.FILE_NOT_FOUND, "a candidate asset directory", file=str(root))
 
         def found(names: list[Path], what: str) -> Path | None:
-            return _one(root, [p for p in names if p.is_file()], what)
+            # anything standing at an asset's name is that asset (a directory or a link loop is a typed error when
+            # read, never silently "no edit")
+            return _one(root, [p for p in names if p.exists() or p.is_symlink()], what)
 
         changes = {
             "catalog": found([root / CATALOG_FILE], "one catalog"),
@@ -119,7 +122,7 @@ class AssetFiles:
     def hashes(self) -> dict[str, Any]:
         """SHA-256 of every asset file (``None`` where the release has none)."""
         def h(path: Path | None) -> str | None:
-            return sha256_file(path) if path is not None else None
+            return None if path is None else sha256_bytes(read_bytes(path, "an asset file", max_bytes=MAX_CSV_BYTES))
 
         return {"catalog": h(self.catalog), "rules": h(self.rules), "registry": h(self.registry),
                 "prompts": h(self.prompts), "profiles": h(self.profiles),
@@ -144,12 +147,7 @@ def prompt_stage_texts(path: Path | None) -> dict[str, str] | None:
     plus the output schemas and the repair line, which a model sees too).  ``None`` without a prompts file."""
     if path is None:
         return None
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DataError(ErrorCode.INVALID_JSON, "a prompts JSON file", file=str(path), detail=str(exc)) from None
-    if not isinstance(doc, dict):
-        raise DataError(ErrorCode.WRONG_TYPE, "a prompts JSON object", file=str(path), got=type(doc).__name__)
+    doc = read_json(path, "a prompts JSON object")
     stages = doc.get("stages", doc)
     texts = {}
     for key in PROMPT_KEYS:
@@ -274,7 +272,7 @@ def write_release(directory: str | Path, base: AssetFiles, *, rules: Sequence[Ru
 
 def registry_without(path: str | Path, object_ids: Sequence[str]) -> str:
     """A registry file's text with the given entities' rows removed (header and other rows byte-for-byte)."""
-    text = Path(path).read_text(encoding="utf-8-sig")
+    text = read_text(path, "a registry CSV file", bom=True, max_bytes=MAX_CSV_BYTES)
     lines = text.splitlines(keepends=True)
     drop = set(object_ids)
     kept = [lines[0]] + [line for line in lines[1:] if next(csv.reader([line]), [""])[0].strip() not in drop]
@@ -285,7 +283,7 @@ def registry_without(path: str | Path, object_ids: Sequence[str]) -> str:
 
 def prompts_with_line(path: str | Path, stage: str, line: str) -> dict[str, Any]:
     """A prompts file's document with one line appended to one stage (published or kit layout)."""
-    doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    doc = read_json(path, "a prompts JSON object")
     stages = doc.get("stages", doc)
     if stage not in stages:
         raise DataError(ErrorCode.MISSING_COLUMN, f"a prompt stage {stage}", file=str(path), field=stage)

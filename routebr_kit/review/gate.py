@@ -15,7 +15,6 @@ malformed numbers are typed :class:`~routebr_kit.core.errors.DataError` values, 
 
 from __future__ import annotations
 
-import json
 import math
 import operator
 import re
@@ -26,7 +25,7 @@ from typing import Any
 
 from ..core.errors import DataError, ErrorCode
 from ..store.cases import Split
-from ..store.files import read_yaml
+from ..store.files import read_document
 from .diff import DiffReport
 
 #: Every metric a gate may read, with its unit.
@@ -160,18 +159,9 @@ class Gate:
     @classmethod
     def load(cls, path: str | Path) -> Gate:
         path = Path(path)
-        if path.suffix.lower() == ".json":
-            try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
-            except FileNotFoundError:
-                raise DataError(ErrorCode.FILE_NOT_FOUND, "a gate file", file=str(path)) from None
-            except ValueError as exc:
-                raise DataError(ErrorCode.INVALID_JSON, "a JSON gate file", file=str(path), detail=str(exc)) from None
-        elif path.suffix.lower() in (".yaml", ".yml"):
-            doc = read_yaml(path, "a YAML gate file")
-        else:
+        if path.suffix.lower() not in (".json", ".yaml", ".yml"):
             raise DataError(ErrorCode.INVALID_VALUE, "a .json, .yaml or .yml gate file", file=str(path))
-        return cls.from_items(doc, source=str(path))
+        return cls.from_items(read_document(path, "a gate file"), source=str(path))
 
     @classmethod
     def from_arg(cls, value: str) -> Gate:

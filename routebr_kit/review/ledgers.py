@@ -13,7 +13,6 @@ published artifact), a replay of the rows through those assets by the one replay
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -26,8 +25,9 @@ from ..core.hashing import sha256_json
 from ..core.records import System, Terminal
 from ..runs.replay import replay_rows
 from ..store.artifact import CONFIRM, SELECT, Artifact, is_artifact_dir
-from ..store.assets import Assets, assets_beside, read_json
+from ..store.assets import Assets, assets_beside
 from ..store.cases import Case, Split, load_cases
+from ..store.files import read_json, read_json_lines
 from ..store.ledger import MANIFEST, PREDICTIONS, RAW, PredictionRow, read_predictions
 
 #: The manifest section a shadow output adds to each run directory it writes.
@@ -158,7 +158,7 @@ def load_ledgers(path: str | Path, *, cases: str | Path | None = None, assets: A
     if not found:
         raise DataError(ErrorCode.FILE_NOT_FOUND, f"at least one {PREDICTIONS} under the directory", file=str(root))
     top = root / SHADOW_MANIFEST
-    top_manifest = read_json(top, "a shadow_manifest.json object") if top.exists() else {}
+    top_manifest = read_json(top, "a shadow_manifest.json object", record=True) if top.exists() else {}
     tasks = {}
     for folder in found:
         key = folder.relative_to(root).as_posix()
@@ -179,7 +179,7 @@ def _cases_file(folder: Path, manifest: Mapping[str, Any], explicit: str | Path 
 def _run_task(key: str, folder: Path, cases_arg: str | Path | None, assets: Assets | None,
               loaded: dict[Path, dict[str, Case]], want_details: bool) -> LedgerTask:
     manifest_path = folder / MANIFEST
-    manifest = read_json(manifest_path, "a run_manifest.json object") if manifest_path.exists() else {}
+    manifest = read_json(manifest_path, "a run_manifest.json object", record=True) if manifest_path.exists() else {}
     if not manifest.get("system"):
         raise DataError(ErrorCode.EMPTY_VALUE, "a run_manifest.json naming the run's system", file=str(manifest_path),
                         field="system")
@@ -229,12 +229,7 @@ def _shadow_details(path: Path) -> dict[RowKey, RowDetail]:
     if not path.exists():
         return {}
     out = {}
-    for line, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        try:
-            record = json.loads(text)
-        except ValueError as exc:
-            raise DataError(ErrorCode.INVALID_JSON, "one JSON object per line", file=str(path), line=line,
-                            detail=str(exc)) from None
+    for _, record in read_json_lines(path, "one JSON object per line", record=True):
         if record.get("replayed"):
             out[(str(record["case_id"]), str(record["repeat_id"]))] = RowDetail.of_dict(record)
     return out
@@ -243,10 +238,7 @@ def _shadow_details(path: Path) -> dict[RowKey, RowDetail]:
 def _receipt_details(receipts: Sequence[Path]) -> dict[RowKey, RowDetail]:
     out = {}
     for path in receipts:
-        try:
-            receipt = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise DataError(ErrorCode.INVALID_JSON, "a receipt JSON object", file=str(path), detail=str(exc)) from None
+        receipt = read_json(path, "a receipt JSON object", record=True)
         decision = (receipt.get("summary") or {}).get("decision") if isinstance(receipt, dict) else None
         if isinstance(decision, dict) and "reason" in decision:
             out[(str(receipt.get("case_id")), str(receipt.get("repeat_id", "0")))] = RowDetail.of_dict(decision)

@@ -39,6 +39,7 @@ from ..core.records import Entity, Registry, RouteRequest, System, Terminal
 from ..evaluation.metrics import calls_of
 from ..runs.replay import replay_rows
 from ..store.cases import Case
+from ..store.files import read_json
 from ..store.ledger import MANIFEST, RAW, PredictionRow, write_json_atomic, write_predictions
 from .assets import AssetEdit, rules_prompt_view
 from .ledgers import (
@@ -268,11 +269,7 @@ def _responses(task: LedgerTask, row: PredictionRow, decision: Decision | None) 
     """The replies the shadow decision was made from, so a shadow output can itself be replayed."""
     receipt = task.path / RAW / f"{row.case_id}.json"
     if receipt in task.receipt_set:
-        try:
-            return list(json.loads(receipt.read_text(encoding="utf-8")).get("responses", []))
-        except (OSError, ValueError) as exc:
-            raise DataError(ErrorCode.INVALID_JSON, "a receipt JSON object", file=str(receipt),
-                            detail=str(exc)) from None
+        return list(read_json(receipt, "a receipt JSON object", record=True).get("responses", []))
     stage = _STAGE_OF_SYSTEM[task.system]
     entries = [{"stage": stage, "content": row.proposal_output, "reported_model": "replay:predictions",
                 "failure": None}]

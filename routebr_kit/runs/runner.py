@@ -355,6 +355,9 @@ async def _run(cases: Sequence[Case], one: Callable[[Case], Awaitable[tuple[dict
                 group.create_task(worker())
     except BaseExceptionGroup as failed:
         raise _first(failed) from None
+    except (asyncio.CancelledError, KeyboardInterrupt):  # Ctrl-C: asyncio.run cancels the run, then raises
+        ledger.write_manifest({**manifest, "status": "interrupted"})  # committed rows stay; --resume continues
+        raise
     finally:
         bar.close()
     rows = tuple((done.get(case_id) or fresh[case_id]) for case_id in order)

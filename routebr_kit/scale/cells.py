@@ -13,7 +13,6 @@ renamed into place, so a killed process leaves either a complete cell or nothing
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import shutil
 import uuid
@@ -24,6 +23,7 @@ from typing import Any
 
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import canonical_json, sha256_bytes
+from ..store.files import parse_json, read_json, read_text
 
 CELL, RESULT, DONE = "cell.json", "result.json", "done.json"
 TMP_PREFIX = ".tmp-"
@@ -51,7 +51,7 @@ class Cell:
 
     @property
     def payload(self) -> dict[str, Any]:
-        return json.loads(self.payload_json)
+        return parse_json(self.payload_json, "a cell payload", kind=dict)
 
     @property
     def spec_json(self) -> str:
@@ -101,27 +101,31 @@ class CellStore:
         used: it raises (delete the directory to recompute it).
         """
         where = self.path(cell)
-        if not where.is_dir():
+        if not where.exists() and not where.is_symlink():
             return None
-        try:
-            spec = (where / CELL).read_text(encoding="utf-8")
-            text = (where / RESULT).read_text(encoding="utf-8")
-            done = json.loads((where / DONE).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise DataError(ErrorCode.FILE_UNREADABLE, "a complete cell directory (cell, result, done)",
-                            file=str(where), detail=str(exc)) from None
+        if not where.is_dir():
+            raise DataError(ErrorCode.WRONG_TYPE, "a cell directory (delete it to recompute the cell)",
+                            file=str(where), got="a file")
+        spec = read_text(where / CELL, "a complete cell directory (cell, result, done)")
+        text = read_text(where / RESULT, "a complete cell directory (cell, result, done)")
+        done = read_json(where / DONE, "a complete cell directory (cell, result, done)")
         if spec != cell.spec_json:
             raise DataError(ErrorCode.INCONSISTENT_ASSETS, "a stored cell spec equal to the requested cell",
                             file=str(where / CELL), got=spec[:200])
         if not isinstance(done, dict) or done.get("result_sha256") != sha256_bytes(text.encode("utf-8")):
             raise DataError(ErrorCode.CHECKSUM_MISMATCH, "the result hash recorded in done.json",
                             file=str(where / RESULT))
-        return json.loads(text)
+        return parse_json(text, "a cell result", kind=None, file=str(where / RESULT))
 
     def save(self, cell: Cell, result_json: str) -> Path:
         """Write a finished cell atomically (temporary directory, then one rename)."""
+        if self.root.exists() and not self.root.is_dir():
+            raise DataError(ErrorCode.WRONG_TYPE, "a cells directory", file=str(self.root), got="a file")
         self.root.mkdir(parents=True, exist_ok=True)
         final = self.path(cell)
+        if final.is_symlink() or (final.exists() and not final.is_dir()):
+            raise DataError(ErrorCode.WRONG_TYPE, "a cell directory (delete it to recompute the cell)",
+                            file=str(final), got="a file")
         tmp = self.root / f"{TMP_PREFIX}{cell.key}-{uuid.uuid4().hex}"
         tmp.mkdir()
         try:

@@ -15,13 +15,13 @@ backend allows C concurrent provider calls puts at most ``max_in_flight × C`` c
 from __future__ import annotations
 
 import concurrent.futures as cf
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import DataError, ErrorCode, KitError
+from ..store.files import parse_json
 from .cells import Cell, CellStore, compute
 from .executors import ExecutorSpec, open_executor
 
@@ -138,7 +138,7 @@ def _drain(pool: cf.Executor, todo: list[Cell], store: CellStore, results: dict[
                 _cancel(pending)
                 raise CellFailed(cell, exc) from exc
             store.save(cell, text)
-            results[cell.key] = json.loads(text)
+            results[cell.key] = parse_json(text, "a cell result", field=cell.function)
             if bar is not None:
                 bar.update(1)
         fill()

@@ -18,7 +18,11 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import enum
+import ipaddress
 import os
+import re
+import socket
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -60,10 +64,7 @@ class ExecutorSpec:
                 return cls(kind, workers=os.cpu_count() or 1)
             if arg.isdigit():
                 return cls(kind, workers=_workers(arg, text))
-            if not arg or any(c.isspace() for c in arg):
-                raise DataError(ErrorCode.INVALID_VALUE, "a scheduler address such as tcp://127.0.0.1:8786",
-                                field="executor", got=text)
-            return cls(kind, address=arg if "://" in arg else f"tcp://{arg}")
+            return cls(kind, address=parse_address(arg, text))
         if not sep:
             raise DataError(ErrorCode.INVALID_VALUE, f"{kind.value}:N with a worker count", field="executor",
                             got=text)
@@ -73,6 +74,116 @@ class ExecutorSpec:
         if self.kind is ExecutorKind.INLINE:
             return "inline"
         return f"{self.kind.value}:{self.address or self.workers}"
+
+
+_ADDRESS_HELP = "a scheduler address tcp://HOST:PORT (or HOST:PORT), e.g. tcp://127.0.0.1:8786"
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+
+
+def parse_address(arg: str, text: str | None = None) -> str:
+    """The canonical ``tcp://HOST:PORT`` of a ``dask:ADDRESS`` argument; anything else is a typed error.
+
+    HOST is a DNS name, an IPv4 address or a bracketed IPv6 address; PORT is 1–65535 in ASCII digits; no user,
+    path, query or other scheme (the kit checks a scheduler's handshake over plain TCP before trusting it).  An
+    ``inproc://`` address (a scheduler inside this process) is passed through unchanged.
+    """
+    def bad(detail: str) -> DataError:
+        return DataError(ErrorCode.INVALID_VALUE, _ADDRESS_HELP, field="executor", got=text or arg, detail=detail)
+
+    scheme, sep, rest = arg.partition("://")
+    if not sep:
+        scheme, rest = "tcp", arg
+    if scheme == "inproc" and rest and rest.isascii() and not any(c.isspace() for c in rest):
+        return arg  # a scheduler in this very process (LocalCluster(processes=False)): no listener to check
+    if scheme != "tcp":
+        raise bad(f"scheme {scheme!r}: only tcp:// (or this process's inproc://) is supported")
+    if not rest.isascii() or any(c.isspace() or c in "/?#@\\" for c in rest):
+        raise bad("only HOST:PORT may follow tcp://")
+    if rest.startswith("["):
+        end = rest.find("]")
+        host, after = (rest[1:end], rest[end + 1:]) if end > 0 else ("", "")
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            raise bad("a bracketed IPv6 address") from None
+        if ip.version != 6 or not after.startswith(":"):
+            raise bad("[IPv6]:PORT")
+        port, shown = after[1:], f"[{host}]"
+    else:
+        host, colon, port = rest.rpartition(":")
+        if not colon or not host:
+            raise bad("HOST:PORT with both parts")
+        if not (_is_ipv4(host) or (len(host) <= 253 and all(_HOST_LABEL.fullmatch(x) for x in host.split(".")))):
+            raise bad(f"host {host!r} is not a DNS name or an IPv4 address")
+        shown = host
+    if not (port.isdigit() and port.isascii() and 1 <= int(port) <= 65535):
+        raise bad(f"port {port!r} is not 1-65535")
+    return f"tcp://{shown}:{int(port)}"
+
+
+def _is_ipv4(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).version == 4
+    except ValueError:
+        return False
+
+
+#: Seconds to wait for a scheduler's handshake, and the largest handshake the kit accepts (bytes).
+HANDSHAKE_TIMEOUT_S = 5.0
+MAX_HANDSHAKE_BYTES = 64 * 1024
+
+
+def check_scheduler(address: str, timeout: float | None = None) -> None:
+    """Connect to ``tcp://HOST:PORT`` and check that a Dask scheduler answers there, before ``distributed`` is
+    trusted with the connection.
+
+    A Dask scheduler speaks first: one length-prefixed message (8-byte little-endian size, then frames: a frame
+    count, frame sizes, and a msgpack map naming ``compression``, ``python`` and ``pickle-protocol``).  Anything
+    else — silence for ``timeout`` seconds, a size over :data:`MAX_HANDSHAKE_BYTES`, frames that do not add up, a
+    map without those keys — is a typed error: ``distributed`` itself would read the first eight bytes of, say, an
+    HTTP reply as a frame size and try to allocate exabytes.  What this does not establish: that the scheduler is
+    honest, or has workers.
+    """
+    timeout = HANDSHAKE_TIMEOUT_S if timeout is None else timeout
+    hostport = address.removeprefix("tcp://")
+    host, _, port = hostport.rpartition(":")
+
+    def refuse(detail: str) -> DataError:
+        return DataError(ErrorCode.UNKNOWN_REFERENCE, "a Dask scheduler at the address", field="executor",
+                         got=address, detail=detail)
+
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
+            sock.settimeout(timeout)
+            (size,) = struct.unpack("<Q", _receive(sock, 8))
+            if not 16 <= size <= MAX_HANDSHAKE_BYTES:
+                raise refuse(f"not a Dask handshake: its first message announces {size:,} bytes")
+            body = _receive(sock, size)
+    except TimeoutError:
+        raise refuse(f"no Dask handshake within {timeout:g} s") from None
+    except OSError as exc:
+        raise refuse(exc.strerror or str(exc)) from None
+    (count,) = struct.unpack_from("<Q", body)
+    if not 1 <= count <= 16 or size < 8 * (count + 1):
+        raise refuse("not a Dask handshake: bad frame count")
+    lengths = struct.unpack_from(f"<{count}Q", body, 8)
+    payload = body[8 * (count + 1):]
+    if sum(lengths) != len(payload) or not all(key in payload for key in _HANDSHAKE_KEYS):
+        raise refuse("not a Dask handshake: frames or keys do not match")
+
+
+_HANDSHAKE_KEYS = (b"compression", b"python", b"pickle-protocol")
+
+
+def _receive(sock: socket.socket, size: int) -> bytes:
+    chunks, left = [], size
+    while left:
+        chunk = sock.recv(min(left, 65536))
+        if not chunk:
+            raise ConnectionError("the listener closed the connection before a Dask handshake")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def _workers(arg: str, text: str) -> int:
@@ -127,6 +238,8 @@ def _dask(spec: ExecutorSpec) -> Iterator[cf.Executor]:
         raise DataError(ErrorCode.UNKNOWN_REFERENCE, "dask and distributed (pip install 'routebr-kit[scale]')",
                         field="executor", got=str(spec)) from None
     if spec.address is not None:
+        if spec.address.startswith("tcp://"):
+            check_scheduler(spec.address)
         try:
             client = Client(spec.address, timeout="10s")
         except (OSError, TimeoutError) as exc:

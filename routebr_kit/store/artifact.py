@@ -27,7 +27,7 @@ from ..core.hashing import sha256_file
 from ..core.records import System
 from .assets import Assets, load_assets, read_json
 from .cases import Case, Split, load_cases
-from .ledger import PredictionRow, read_predictions
+from .ledger import PredictionRow, check_rows_match_manifest, read_predictions
 
 SELECT, CONFIRM = "select", "confirm"
 
@@ -72,7 +72,7 @@ class ArtifactTask:
         return sorted(raw.glob("*.json")) if raw.is_dir() else []
 
     def manifest(self) -> dict[str, Any]:
-        return read_json(self.path / "run_manifest.json", "a run_manifest.json object")
+        return read_json(self.path / "run_manifest.json", "a run_manifest.json object", record=True)
 
 
 class Artifact:
@@ -120,8 +120,9 @@ class Artifact:
         for phase in (SELECT, CONFIRM):
             for group in sorted(p for p in (results / phase).iterdir() if p.is_dir()):
                 for split_dir in sorted(p for p in group.iterdir() if p.is_dir()):
-                    if not (split_dir / "predictions.csv").is_file():
-                        continue
+                    ledger = split_dir / "predictions.csv"
+                    if not ledger.exists() and not ledger.is_symlink():  # a folder without a ledger is no task;
+                        continue  # anything else at its name is read (and a directory or a link loop is an error)
                     try:
                         split = Split(split_dir.name.upper())
                     except ValueError:
@@ -148,6 +149,8 @@ class Artifact:
 
     def predictions(self, task: ArtifactTask) -> tuple[PredictionRow, ...]:
         rows = read_predictions(task.predictions_path)
+        if (task.path / "run_manifest.json").exists():
+            check_rows_match_manifest(rows, task.manifest(), str(task.predictions_path))
         cases = self.cases(task.phase)
         for row in rows:
             if row.case_id not in cases:

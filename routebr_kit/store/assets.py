@@ -23,7 +23,7 @@ from ..core.hashing import sha256_bytes
 from ..core.records import Boundary, Catalog, CatalogAction, Entity, Registry
 from ..core.rules import PolicyEngine, Rule, rule
 from ..core.state import StateSchema
-from ..core.strict_json import JsonIssue, StrictJsonError, strict_loads
+from .files import MAX_CSV_BYTES, decode_text, parse_json, read_bytes, read_json
 
 E = TypeVar("E")
 
@@ -55,16 +55,8 @@ def read_csv(path: str | Path, required: Sequence[str], *, multiline: Sequence[s
     columns may hold one) and a field over :data:`MAX_FIELD` characters are located :class:`DataError` s.
     """
     name = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise DataError(ErrorCode.FILE_NOT_FOUND, "an existing file", file=name) from None
-    except OSError as exc:
-        raise DataError(ErrorCode.FILE_UNREADABLE, "a readable file", file=name, detail=str(exc)) from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DataError(ErrorCode.FILE_UNREADABLE, "UTF-8 text", file=name, detail=str(exc)) from None
+    data = read_bytes(path, "an existing CSV file", max_bytes=MAX_CSV_BYTES)
+    text = decode_text(data, file=name, expected="UTF-8 text", bom=True)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     header_cells: list[str] = []
     try:
@@ -193,11 +185,8 @@ class _Row:
         raw = self.text(field, required=required)
         if not raw:
             return default
-        try:
-            value = strict_loads(raw)
-        except StrictJsonError as exc:
-            raise _json_error(exc, f"strict JSON ({_json_name(expected)})").at(
-                file=self.file, line=self.line, field=field) from None
+        value = parse_json(raw, f"strict JSON ({_json_name(expected)})", file=self.file, line=self.line,
+                           field=field)
         if not isinstance(value, expected):
             raise self.error(ErrorCode.WRONG_TYPE, f"a JSON {_json_name(expected)}", field, value)
         return value
@@ -216,13 +205,6 @@ class _Row:
 _INTEGER = re.compile(r"-?[0-9]+")
 
 
-def _json_error(exc: StrictJsonError, expected: str) -> DataError:
-    """The DataError of a strict-JSON failure: repeated keys are DUPLICATE_ID, everything else INVALID_JSON."""
-    if exc.issue is JsonIssue.DUPLICATE_KEY:
-        return DataError(ErrorCode.DUPLICATE_ID, "unique keys in every JSON object", got=exc.key, detail=exc.detail)
-    return DataError(ErrorCode.INVALID_JSON, expected, detail=exc.detail)
-
-
 def _json_name(kind: type) -> str:
     return {list: "array", dict: "object", str: "string"}.get(kind, kind.__name__)
 
@@ -237,23 +219,6 @@ def _unique(row: _Row, field: str, value: str, seen: dict[str, int]) -> None:
         raise row.error(ErrorCode.DUPLICATE_ID, f"a unique {field}", field, value,
                         detail=f"first seen on line {seen[value]}")
     seen[value] = row.line
-
-
-def read_json(path: str | Path, expected: str = "a JSON object") -> dict[str, Any]:
-    """Read one JSON object; a missing or malformed file is a located :class:`DataError`."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(ErrorCode.FILE_NOT_FOUND, expected, file=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(ErrorCode.INVALID_JSON, expected, file=str(path), detail=str(exc)) from None
-    try:
-        value = strict_loads(text)
-    except StrictJsonError as exc:
-        raise _json_error(exc, f"{expected} in strict JSON").at(file=str(path)) from None
-    if not isinstance(value, dict):
-        raise DataError(ErrorCode.WRONG_TYPE, expected, file=str(path), got=type(value).__name__)
-    return value
 
 
 # --------------------------------------------------------------------------------------------- assets

@@ -41,6 +41,7 @@ from typing import IO
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file
 from .artifact import ARTIFACT_ENV, CONVENTIONAL_DIR, PUBLISHED_COMMIT, PUBLISHED_REPOSITORY
+from .files import read_json
 
 #: The SHA-256 values the kit ships for the files it reads from the published repository.
 MANIFEST_PATH = Path(__file__).resolve().parents[1] / "resources" / "artifact_sha256.json"
@@ -110,15 +111,7 @@ class FetchResult:
 def load_shipped_manifest(path: str | Path = MANIFEST_PATH) -> ShippedManifest:
     """The shipped SHA-256 manifest, type-checked."""
     path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(ErrorCode.FILE_NOT_FOUND, "the kit's artifact SHA-256 manifest", file=str(path)) from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise DataError(ErrorCode.INVALID_JSON, "the kit's artifact SHA-256 manifest", file=str(path),
-                        detail=str(exc)) from None
-    if not isinstance(raw, dict):
-        raise DataError(ErrorCode.WRONG_TYPE, "a JSON object", file=str(path), got=type(raw).__name__)
+    raw = read_json(path, "the kit's artifact SHA-256 manifest (a JSON object)")
     for key in ("repository", "commit", "files"):
         if key not in raw:
             raise DataError(ErrorCode.MISSING_COLUMN, f"a key {key!r}", file=str(path), field=key)

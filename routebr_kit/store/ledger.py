@@ -17,7 +17,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,7 +30,9 @@ from typing import Any
 from ..core.controller import Decision
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_bytes
-from .assets import read_csv, read_json
+from ..core.records import Boundary
+from .assets import read_csv
+from .files import parse_json, read_json
 from .redact import csv_cells, encode_json
 
 PUBLISHED_FIELDS = (
@@ -114,13 +118,49 @@ def read_predictions(path: str | Path) -> tuple[PredictionRow, ...]:
     """Read a ``predictions.csv`` (published or kit); malformed values raise a located :class:`DataError`."""
     table = read_csv(path, ("case_id", "system_id", "pred_action", "pred_object_id", "pred_boundary",
                             "pred_final_path", "topk_json", "valid_json", "fallback_used"))
+    if table.rows and not _ends_with_newline(path):
+        raise DataError(ErrorCode.ROW_SHAPE, "a complete last row (the file ends mid-row: a truncated ledger)",
+                        file=table.path, line=table.rows[-1][0])
     rows = []
     for line, values in table.rows:
         rows.append(_parse_row(table.path, line, values))
     return tuple(rows)
 
 
+def _ends_with_newline(path: str | Path) -> bool:
+    with open(path, "rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b"\n"
+
+
+def check_rows_match_manifest(rows: Sequence[PredictionRow], manifest: Mapping[str, Any], file: str) -> None:
+    """A finished ledger holds exactly the cases its manifest lists (``case_ids``), each once per repeat: a ledger
+    cut short at a row boundary, or padded with other cases, is a located error instead of a smaller table."""
+    listed = manifest.get("case_ids")
+    if not isinstance(listed, list):
+        return
+    by_repeat: dict[str, list[str]] = {}
+    for row in rows:
+        by_repeat.setdefault(row.repeat_id, []).append(row.case_id)
+    for repeat, ids in sorted(by_repeat.items()):
+        if sorted(ids) != sorted(map(str, listed)):
+            missing = sorted(set(map(str, listed)) - set(ids))
+            extra = sorted(set(ids) - set(map(str, listed)))
+            raise DataError(ErrorCode.INCONSISTENT_ASSETS, "one row per case the run manifest lists", file=file,
+                            field="case_id", got=f"{len(ids)} rows for {len(listed)} listed cases (repeat {repeat})",
+                            detail=(f"missing {missing[:3]}" if missing else "") + (f" extra {extra[:3]}" if extra
+                                                                                     else ""))
+
+
+_BOUNDARIES = tuple(b.value for b in Boundary)
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?")
+
+
 def _parse_row(file: str, line: int, values: Any) -> PredictionRow:
+    """One ledger row checked against the ledger schema: required columns non-empty, flags ``true``/``false``,
+    counts ASCII digits, latency and cost finite and non-negative, ``topk_json`` a strict JSON array of strings,
+    ``pred_boundary`` a boundary name.  (Whether the row is possible — a known action, a terminal consistent with
+    its boundary — is the review layer's check.)"""
     def err(code: ErrorCode, expected: str, name: str, got: Any) -> DataError:
         return DataError(code, expected, file=file, line=line, field=name, got=got)
 
@@ -139,29 +179,38 @@ def _parse_row(file: str, line: int, values: Any) -> PredictionRow:
         return value == "true"
 
     def integer(name: str, optional: bool = False) -> int | None:
+        """A count: ASCII digits only (``int()`` also takes ``"+1"``, ``"1_0"`` and ``"１"``: not here)."""
         value = text(name, required=False)
         if not value:
             return None if optional else 0
+        if not (value.isascii() and value.isdigit()):
+            raise err(ErrorCode.INVALID_INTEGER, "a non-negative integer of ASCII digits", name, value)
+        return int(value)
+
+    def number(name: str, expected: str) -> float | None:
+        value = text(name, required=False)
+        if not value:
+            return None
         try:
-            return int(value)
-        except ValueError:
-            raise err(ErrorCode.INVALID_INTEGER, "an integer", name, value) from None
+            parsed = float(value) if _NUMBER.fullmatch(value) else math.nan
+        except ValueError:  # pragma: no cover - the pattern admits only what float() reads
+            parsed = math.nan
+        if not math.isfinite(parsed) or parsed < 0:
+            raise err(ErrorCode.WRONG_TYPE, expected, name, value)
+        return parsed
 
     raw_topk = text("topk_json")
-    try:
-        topk = json.loads(raw_topk)
-    except ValueError:
-        raise err(ErrorCode.INVALID_JSON, "a JSON array", "topk_json", raw_topk) from None
+    topk = parse_json(raw_topk, "a JSON array", file=file, line=line, field="topk_json", record=True)
     if not isinstance(topk, list) or not all(isinstance(t, str) for t in topk):
         raise err(ErrorCode.WRONG_TYPE, "a JSON array of action IDs", "topk_json", topk)
-    latency = text("latency_ms", required=False)
-    try:
-        latency_ms = float(latency) if latency else 0.0
-    except ValueError:
-        raise err(ErrorCode.WRONG_TYPE, "a number of milliseconds", "latency_ms", latency) from None
+    boundary = text("pred_boundary")
+    if boundary not in _BOUNDARIES:
+        raise err(ErrorCode.UNKNOWN_ENUM, "a boundary (" + ", ".join(_BOUNDARIES) + ")", "pred_boundary", boundary)
+    latency_ms = number("latency_ms", "a finite, non-negative number of milliseconds") or 0.0
+    number("estimated_cost_usd", "empty or a finite, non-negative cost in USD")
     return PredictionRow(
         case_id=text("case_id"), system_id=text("system_id"), pred_action=text("pred_action"),
-        pred_object_id=text("pred_object_id"), pred_boundary=text("pred_boundary"),
+        pred_object_id=text("pred_object_id"), pred_boundary=boundary,
         pred_final_path=text("pred_final_path"), topk=tuple(topk), valid_json=bool(flag("valid_json")),
         fallback_used=bool(flag("fallback_used")), repeat_id=text("repeat_id", required=False) or "0",
         retry_count=integer("retry_count") or 0, input_tokens=integer("input_tokens") or 0,
@@ -305,7 +354,7 @@ class RunLedger:
             append_prediction(self.predictions_path, row)
 
     def receipt(self, case_id: str) -> dict[str, Any]:
-        return read_json(self.receipt_path(case_id), "a receipt JSON object")
+        return read_json(self.receipt_path(case_id), "a receipt JSON object", record=True)
 
     def finalize(self, rows: Sequence[PredictionRow]) -> None:
         """Rewrite ``predictions.csv`` atomically with exactly ``rows`` (the runner passes them in case order)."""
@@ -313,7 +362,7 @@ class RunLedger:
             _write_atomic(self.predictions_path, _csv_lines(rows, header=True).encode("utf-8"))
 
     def manifest(self) -> dict[str, Any]:
-        return read_json(self.manifest_path, "a run_manifest.json object")
+        return read_json(self.manifest_path, "a run_manifest.json object", record=True)
 
     def write_manifest(self, manifest: Mapping[str, Any]) -> None:
         write_json_atomic(self.manifest_path, manifest)
