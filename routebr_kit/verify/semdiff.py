@@ -213,7 +213,7 @@ def semantic_diff(base_catalog: Catalog, base_policy: PolicyEngine, cand_catalog
         changed_pairs = [p for p, k in kinds.items() if k[0]]
         listed = []
         if witnesses:
-            for pair in sorted(changed_pairs, key=repr)[:MAX_WITNESSES]:
+            for pair in sorted(changed_pairs, key=lambda p: (FAIL in p, repr(p)))[:MAX_WITNESSES]:
                 listed.append(_witness(base, cand, space, manager, joint, pair, action, reps, registries, prefer))
         rows_in, regions_seen = 0, set()
         for point in seen_points.get(action, ()):

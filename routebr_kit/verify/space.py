@@ -227,7 +227,10 @@ def _string_after(x: str | None, hi: str | None) -> str | None:
     """The nicest string strictly between ``x`` and ``hi``: ``x + "a"``, ``x + "0"`` or the smallest, ``x + "\\0"``
     (only ``hi == x + "\\0"`` leaves nothing between)."""
     if x is None:
-        return "" if hi is None or hi > "" else None
+        if hi:  # just below the bound, e.g. "v1" below "v2" (else the smallest string, "")
+            last = ord(hi[-1])
+            return hi[:-1] + chr(last - 1) if last > 0x61 or 0x30 < last <= 0x39 or 0x41 < last <= 0x5a else ""
+        return "" if hi is None else None
     for candidate in (x + "a", x + "0", x + "\x00"):
         if hi is None or candidate < hi:
             return candidate
@@ -567,7 +570,7 @@ def _pieces(types: set[StateType], literals: Mapping[StateType, list[Any]], orde
                    Piece(Kind.NEG_INF, -math.inf, -math.inf, True, (-math.inf,))]
     missing_types = [w for t, w in ((StateType.STRING, "?"), (StateType.NUMBER, 0), (StateType.BOOLEAN, False),
                                     (StateType.NULL, None)) if t not in types]
-    pieces.append(Piece(Kind.OTHER, witnesses=(missing_types[0] if missing_types else [],), size=None))
+    pieces.append(Piece(Kind.OTHER, witnesses=(missing_types[0] if missing_types else (),), size=None))
     return pieces
 
 
