@@ -322,10 +322,9 @@ def _action_report(release: Release, action: str, classes: Sequence[ObjectClass]
             formulas[terminal.value] = render(release.space, terms) + ("" if done else "  (not minimised)")
     any_dispatch = any(release.outcome(action, cls, leaf).terminal is Terminal.DISPATCH
                        for cls in representatives(classes, [release.catalog], action) for leaf in leaves)
-    chain = release.chain(action)
+    default = next(r.rule_id for r in release.policy.rules if r.is_default)  # the program's explicit default
     return ActionReport(action, entry.requires_object, main_label, tuple(regions), render(release.space, dispatch_terms),
-                        complete, dispatch_states, formulas, chain[-1].rule_id,
-                        chain[-1].rule_id in m.leaves(diagram), not any_dispatch)
+                        complete, dispatch_states, formulas, default, default in m.leaves(diagram), not any_dispatch)
 
 
 def _priority(release: Release, leaf: Any) -> tuple[int, str]:
