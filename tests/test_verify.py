@@ -48,7 +48,7 @@ R065 = rule("R065", 65, [A5], {"policy_version": {"lt": "v2"}}, "HANDOFF", "v2")
 def test_published_program_partition_and_formulas(published):
     report = verify_release(published.catalog, published.policy, published.registry)
     assert report.states_total == 256
-    assert report.regions_total == 12  # fail-closed, R001, R010, R020, R030, entity unresolved, 2 + 4 below
+    assert report.regions_total == 40  # 35 (action, winning rule) regions + one fail-closed region per action
     a5 = next(a for a in report.actions if a.action_id == A5)
     assert a5.dispatch_states == 1 and a5.formula_complete
     assert a5.dispatch_formula == ("safety_escalation_required=false ∧ request_supported=true ∧ service_available=true"

@@ -8,8 +8,8 @@ real controller.
 partition is computed symbolically (:mod:`~routebr_kit.verify.space`, :mod:`~routebr_kit.verify.mdd`), never by
 enumerating states; ``states_total`` counts the admitted states when there are finitely many (booleans, ``null``,
 the points of ``allowed`` lists; an interval of numbers or strings counts as unbounded).  A *region* is a maximal
-set of states on which every action's winning rule is the same (the states that break the schema form one more
-region); ``regions_total`` counts them.  The outcome of a region for an action and an object class (a candidate of
+set of states on which one action's winning rule is fixed, or on which the state breaks the schema;
+``regions_total`` counts them over all actions (the published program: 5 fail-closed regions and 35 rule regions).  The outcome of a region for an action and an object class (a candidate of
 a type, ``UNRESOLVED``, ``NONE``) is the one the real controller emits on a witness of the region (replayed, and
 checked against the predicted rule).  Controller options: the fallback terminal and A-ground; A-state (no state
 gate) is refused.
@@ -186,8 +186,8 @@ class VerifyReport:
     def lines(self) -> list[str]:
         states = "unbounded" if self.states_total is None else f"{self.states_total:,}"
         out = [f"state space: {len(self.fields)} fields ({', '.join(self.fields)}); states_total {states}; "
-               f"regions_total {self.regions_total} (the states that break the schema are one of them, ending in "
-               f"{self.fallback.value})", ""]
+               f"regions_total {self.regions_total} ((action, winning rule) regions, and per action the states that "
+               f"break the schema, ending in {self.fallback.value})", ""]
         for a in self.actions:
             count = "unbounded" if a.dispatch_states is None else f"{a.dispatch_states:,} states"
             out.append(f"{a.action_id} dispatches ({a.object_label}) iff {a.dispatch_formula}   [{count}]"
@@ -278,13 +278,12 @@ def verify_release(catalog: Catalog, policy: PolicyEngine, registry: Registry | 
     for action in catalog.ids:
         actions.append(_action_report(release, action, classes, weights, wins))
     rules = _rule_findings(release, wins, state_schema, redundancy)
-    combined = manager.leaf(())
-    for action in catalog.ids:
-        combined = manager.apply(lambda t, v: (*t, v), combined, release.diagrams[action])
+    regions_total = sum(len(manager.leaves(release.diagrams[a])) for a in catalog.ids)
+    nodes = sum(manager.size(release.diagrams[a]) for a in catalog.ids)
     results = tuple(check_property(release, p, classes) for p in properties)
     fields = tuple(f.name for f in policy.state_schema.fields)
     return VerifyReport(policy.sha256, catalog.sha256, release.options.fallback, fields, _states_total(release),
-                        len(manager.leaves(combined)), tuple(actions), rules, results, manager.size(combined))
+                        regions_total, tuple(actions), rules, results, nodes)
 
 
 def _action_report(release: Release, action: str, classes: Sequence[ObjectClass],

@@ -16,8 +16,10 @@ from .space import Kind, Space, literal_text
 
 #: Beyond this many terms the cover is not made irredundant (reported as such).
 MAX_IRREDUNDANT = 40
+#: A formula shows at most this many terms (the rest are counted).
+MAX_SHOWN = 24
 #: Beyond this many paths no formula is built (the region is reported by its size only).
-MAX_PATHS = 400
+MAX_PATHS = 200
 
 Term = dict[int, frozenset[int]]
 
@@ -105,7 +107,9 @@ def render(space: Space, terms: Sequence[Term]) -> str:
         return "false"
     if len(terms) == 1:
         return render_term(space, terms[0])
-    return " ∨ ".join(f"({render_term(space, t)})" if len(t) > 1 else render_term(space, t) for t in terms)
+    shown = " ∨ ".join(f"({render_term(space, t)})" if len(t) > 1 else render_term(space, t)
+                       for t in terms[:MAX_SHOWN])
+    return shown + (f" ∨ … ({len(terms) - MAX_SHOWN} more terms)" if len(terms) > MAX_SHOWN else "")
 
 
 def render_test(space: Space, level: int, values: frozenset[int]) -> str:

@@ -441,6 +441,7 @@ class Space:
 
     variables: tuple[Variable, ...]
     level: Mapping[str, int]  # field -> level of its variable
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def concretize(self, point: Sequence[int]) -> dict[str, Any]:
         state: dict[str, Any] = {}
@@ -452,12 +453,27 @@ class Space:
         return tuple(v.classify(state) for v in self.variables)
 
     def predicate_set(self, p: Predicate) -> frozenset[int]:
-        """The values of ``p``'s variable on which it holds (read by running it on their witnesses)."""
-        var = self.variables[self.level[p.key]]
-        return frozenset(i for i in range(len(var.values)) if p.holds(var.assignment(i)))
+        """The values of ``p``'s variable on which it holds (read by running it on their witnesses; cached)."""
+        cache = self._cache
+        key = ("p", p.key, p.op, _hashable(p.operand), p.other_field)
+        found = cache.get(key)
+        if found is None:
+            var = self.variables[self.level[p.key]]
+            found = frozenset(i for i in range(len(var.values)) if p.holds(var.assignment(i)))
+            cache[key] = found
+        return found
 
     def cube(self, condition: Condition) -> dict[int, frozenset[int]] | None:
         """The condition as a cube (level -> allowed values), or ``None`` when no point satisfies it."""
+        key = ("c", id(condition))
+        found = self._cache.get(key)
+        if found is not None and found[0] is condition:
+            return found[1]
+        cube = self._cube(condition)
+        self._cache[key] = (condition, cube)
+        return cube
+
+    def _cube(self, condition: Condition) -> dict[int, frozenset[int]] | None:
         cube: dict[int, frozenset[int]] = {}
         for p in condition.predicates:
             level = self.level[p.key]
@@ -482,6 +498,13 @@ class Space:
 
     def sizes(self) -> tuple[tuple[int | None, ...], ...]:
         return tuple(v.sizes() for v in self.variables)
+
+
+def _hashable(value: Any) -> Any:
+    """A key for a predicate operand: the literal with its type (``1`` and ``True`` differ), lists as tuples."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    return (type(value).__name__, value)
 
 
 def build_space(sources: Sequence[Source]) -> Space:
