@@ -53,7 +53,7 @@ def main() -> None:
         fallback = rng.choice(["CLARIFY", "DEFER", "HANDOFF", "REJECT"])
         controller = Controller(CATALOG, policy, ControllerOptions(fallback=Terminal(fallback)))
         for _ in range(min(args.per_program, args.triples - done)):
-            state = random_state(rng)
+            state = random_state(rng, policy.state_schema if rng.random() < 0.8 else None)
             proposal, candidates = random_proposal(rng)
             d = controller.decide(request_of(state, candidates), proposal)
             got = (d.terminal.value, d.reason.value, d.rule_id)

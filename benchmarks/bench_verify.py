@@ -66,11 +66,18 @@ def main() -> None:
         program = synthetic_program(seed)
         policy = program.policy()
         cand = perturbed(program, seed + 1000).policy()
-        tv, rep = timed(lambda: verify_release(program.catalog, policy, program.registry), args.repeat)
-        tp, _ = timed(lambda: verify_release(program.catalog, policy, program.registry, redundancy=False),
-                      args.repeat)
-        td, diff = timed(lambda: semantic_diff(program.catalog, policy, program.catalog, cand, program.registry,
-                                               program.registry), args.repeat)
+        def full(program=program, policy=policy):
+            return verify_release(program.catalog, policy, program.registry)
+
+        def plain(program=program, policy=policy):
+            return verify_release(program.catalog, policy, program.registry, redundancy=False)
+
+        def diff_of(program=program, policy=policy, cand=cand):
+            return semantic_diff(program.catalog, policy, program.catalog, cand, program.registry, program.registry)
+
+        tv, rep = timed(full, args.repeat)
+        tp, _ = timed(plain, args.repeat)
+        td, diff = timed(diff_of, args.repeat)
         worst = {"verify": max(worst["verify"], tv), "plain": max(worst["plain"], tp), "diff": max(worst["diff"], td)}
         print(f"{seed:>4}  {tv:>7.2f}s  {tp:>9.2f}s  {td:>7.2f}s  {rep.regions_total:>8}  {rep.diagram_nodes:>7}  "
               f"{diff.regions_changed:>15}")

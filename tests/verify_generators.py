@@ -90,14 +90,24 @@ def program_of(rules: list[dict]) -> PolicyEngine | None:
 WEIRD = (math.nan, math.inf, -math.inf, [], [1], {"k": 1}, Text("a"), Text("v1"), 10 ** 30, -0.0, 3, 0.5, "c", "v10")
 
 
-def random_state(rng: random.Random) -> dict:
+def random_state(rng: random.Random, schema=None) -> dict:
+    """A state over the field pool; with the program's ``schema``, most states are admitted (each declared field
+    gets a value of an admitted type 19 times in 20), so the rules themselves are exercised, not only the gate."""
     state = {}
+    admitted = {f.name: {t.value for t in f.types} for f in schema.fields} if schema is not None else {}
     for name in FIELDS:
         roll = rng.random()
-        if roll < 0.12:
+        if name in admitted and roll < 0.95:
+            pool = [v for v in LITERALS + (3, 0.5, "c", "v10", -0.0) if _kind(v) in admitted[name]]
+            if pool:
+                state[name] = rng.choice(pool)
+                continue
+        if roll < 0.12 and not admitted:
             continue  # missing
-        if roll < 0.25:
+        if rng.random() < 0.3:
             state[name] = rng.choice(WEIRD)
+        elif rng.random() < 0.2:
+            continue
         else:
             state[name] = rng.choice(LITERALS)
     if rng.random() < 0.2:
@@ -105,11 +115,26 @@ def random_state(rng: random.Random) -> dict:
     return state
 
 
+def _kind(v: object) -> str:
+    if type(v) is bool:
+        return "boolean"
+    if v is None:
+        return "null"
+    if type(v) in (int, float):
+        return "number"
+    return "string" if type(v) is str else "other"
+
+
 def random_proposal(rng: random.Random) -> tuple[dict, tuple[Entity, ...]]:
     candidates = tuple(rng.sample(ENTITIES, rng.randint(0, 3)))
     action = rng.choice([*CATALOG.ids, *CATALOG.ids, "A9_BOGUS"])
     objects = [e.object_id for e in candidates] + ["UNRESOLVED", "NONE", "ghost"]
-    proposal: dict = {"action_id": action, "object_id": rng.choice(objects), "topk": [action]}
+    obj = rng.choice(objects)
+    if action in CATALOG and rng.random() < 0.6:  # most proposals meet the contract, so the gates are exercised
+        entry = CATALOG[action]
+        fitting = [e.object_id for e in candidates if entry.requires_object and entry.permits(e.object_type)]
+        obj = rng.choice(fitting + ["UNRESOLVED"]) if entry.requires_object else "NONE"
+    proposal: dict = {"action_id": action, "object_id": obj, "topk": [action]}
     if rng.random() < 0.1:
         proposal["topk"] = [action, action]
     elif rng.random() < 0.2:

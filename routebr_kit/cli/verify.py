@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..core.controller import ControllerOptions
 from ..core.errors import DataError, ErrorCode
 from ..review.assets import AssetFiles
 from ..review.impact import artifact_asset_files
@@ -33,7 +34,6 @@ from ..verify import (
     semantic_diff,
     verify_release,
 )
-from ..core.controller import ControllerOptions
 from .common import command
 
 PASS, FAIL = 0, 1

@@ -9,7 +9,8 @@ partition is computed symbolically (:mod:`~routebr_kit.verify.space`, :mod:`~rou
 enumerating states; ``states_total`` counts the admitted states when there are finitely many (booleans, ``null``,
 the points of ``allowed`` lists; an interval of numbers or strings counts as unbounded).  A *region* is a maximal
 set of states on which one action's winning rule is fixed, or on which the state breaks the schema;
-``regions_total`` counts them over all actions (the published program: 5 fail-closed regions and 35 rule regions).  The outcome of a region for an action and an object class (a candidate of
+``regions_total`` counts them over all actions (the published program: 5 fail-closed regions and 35 rule
+regions).  The outcome of a region for an action and an object class (a candidate of
 a type, ``UNRESOLVED``, ``NONE``) is the one the real controller emits on a witness of the region (replayed, and
 checked against the predicted rule).  Controller options: the fallback terminal and A-ground; A-state (no state
 gate) is refused.
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..core.controller import ControllerOptions
@@ -199,7 +200,7 @@ class VerifyReport:
                 f"  dead rules: {', '.join(f['dead_rules']) or 'none'}"
                 + "".join(f"\n    {r.rule_id}: {r.status.value}"
                           + (f" (covered by {', '.join(r.covered_by)})" if r.covered_by else "") for r in self.dead),
-                f"  rules dead for some of their actions: "
+                "  rules dead for some of their actions: "
                 + (", ".join(f"{k} for {', '.join(v)}" for k, v in f["dead_for_some_actions"].items()) or "none"),
                 f"  redundant rules (removal changes no outcome): {', '.join(f['redundant_rules']) or 'none'}",
                 f"  actions that never dispatch: {', '.join(f['never_dispatching_actions']) or 'none'}",
@@ -322,8 +323,9 @@ def _action_report(release: Release, action: str, classes: Sequence[ObjectClass]
     any_dispatch = any(release.outcome(action, cls, leaf).terminal is Terminal.DISPATCH
                        for cls in representatives(classes, [release.catalog], action) for leaf in leaves)
     default = next(r.rule_id for r in release.policy.rules if r.is_default)  # the program's explicit default
-    return ActionReport(action, entry.requires_object, main_label, tuple(regions), render(release.space, dispatch_terms),
-                        complete, dispatch_states, formulas, default, default in m.leaves(diagram), not any_dispatch)
+    return ActionReport(action, entry.requires_object, main_label, tuple(regions),
+                        render(release.space, dispatch_terms), complete,
+                        dispatch_states, formulas, default, default in m.leaves(diagram), not any_dispatch)
 
 
 def _priority(release: Release, leaf: Any) -> tuple[int, str]:

@@ -11,7 +11,7 @@ loaded by :func:`routebr_kit.review.ledgers.load_ledgers`; read by attribute, so
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 

@@ -151,7 +151,7 @@ def _class_test(name: str, cls) -> str:  # type: ignore[no-untyped-def]
 def _config_text(var, index: int) -> str:  # type: ignore[no-untyped-def]
     config = var.values[index]
     bits = []
-    for name, piece, rank in zip(var.fields, config.pieces, config.ranks):
+    for name, piece in zip(var.fields, config.pieces):
         desc = piece.describe()
         bits.append(f"{name} {desc}" if not piece.point else f"{name}={literal_text(piece.lo)}")
     shared = {}

@@ -21,10 +21,10 @@ from typing import Any
 from ..core.controller import Controller, ControllerOptions
 from ..core.errors import DataError, ErrorCode, KitError
 from ..core.records import (
-    Boundary,
     NONE,
     OBJECT_FREE_TYPE,
     UNRESOLVED,
+    Boundary,
     Catalog,
     Entity,
     ReasonCode,

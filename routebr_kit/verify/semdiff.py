@@ -172,7 +172,7 @@ def semantic_diff(base_catalog: Catalog, base_policy: PolicyEngine, cand_catalog
     classes = object_classes([base_catalog, cand_catalog], registries)
     declared = {f.name for f in base_policy.state_schema.fields} | {f.name for f in cand_policy.state_schema.fields}
     weights = []
-    for lv, var in enumerate(space.variables):
+    for var in space.variables:
         if set(var.fields) & declared:
             weights.append(list(var.sizes()))
         else:
@@ -206,7 +206,7 @@ def semantic_diff(base_catalog: Catalog, base_policy: PolicyEngine, cand_catalog
             kinds[pair] = (terminal, gained, lost, reason, rule)
             if terminal or reason:
                 equivalent = False
-        changed = manager.map(lambda pair: kinds[pair][0], joint)
+        changed = manager.map(lambda pair, kinds=kinds: kinds[pair][0], joint)
         changed_any = manager.apply(lambda a, b: a or b, changed_any, changed)
         counts = manager.count(changed, weights)
         states_changed = counts.get(True, 0)
@@ -237,8 +237,9 @@ def semantic_diff(base_catalog: Catalog, base_policy: PolicyEngine, cand_catalog
     admitted = manager.map(lambda pair: pair != (FAIL, FAIL), joint0)
     states_total = manager.count(admitted, weights).get(True, 0)
     notes = []
-    only_cand = sorted({f.name for f in cand_policy.state_schema.fields} - {f.name for f in base_policy.state_schema.fields})
-    only_base = sorted({f.name for f in base_policy.state_schema.fields} - {f.name for f in cand_policy.state_schema.fields})
+    base_fields = {f.name for f in base_policy.state_schema.fields}
+    cand_fields = {f.name for f in cand_policy.state_schema.fields}
+    only_cand, only_base = sorted(cand_fields - base_fields), sorted(base_fields - cand_fields)
     if only_cand:
         notes.append(f"the candidate's schema declares {', '.join(only_cand)}, which the base ignores: states "
                      "without a valid value there now fail closed for every action")

@@ -634,7 +634,7 @@ def _group_variable(members: list[str], types: Mapping[str, set[StateType]],
             if chosen[i].kind in (Kind.NUMBER, Kind.STRING) and not chosen[i].point:
                 buckets.setdefault(key, []).append(i)
         options: list[list[tuple[int, tuple[int, ...]]]] = []
-        for key, idx in buckets.items():
+        for idx in buckets.values():
             if len(idx) > 1:
                 available = len(chosen[idx[0]].witnesses)
                 options.append([(0, order) for order in _weak_orders(len(idx), available)])
