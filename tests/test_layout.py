@@ -8,8 +8,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "routebr_kit"
 
 #: Each layer may import only the layers listed before it (and itself).
-LAYERS = ("core", "store", "scale", "prompts", "backends", "systems", "runs", "evaluation", "dataset", "metaroute",
-          "experiments", "review", "adversarial", "notebook", "cli")
+LAYERS = ("core", "store", "verify", "scale", "prompts", "backends", "systems", "runs", "evaluation", "dataset",
+          "metaroute", "experiments", "review", "adversarial", "notebook", "cli")
 
 
 def _module_name(path: Path) -> str:

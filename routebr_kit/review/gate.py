@@ -34,6 +34,7 @@ METRICS: Mapping[str, str] = {
     "other_path_change": "count", "trace_only": "count", "new_errors": "count", "needs_live_rerun": "count",
     "flip_pairs_drop": "count", "false_dispatch_increase": "count", "false_block_increase": "count",
     "path_exact_drop": "pp", "strict_exact_drop": "pp", "object_accuracy_drop": "pp",
+    "widening": "count",  # actions whose dispatch set the candidate release widens (routebr_kit.verify.releases)
 }
 OPERATORS: Mapping[str, Callable[[float, float], bool]] = {
     "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
@@ -170,10 +171,15 @@ class Gate:
             return cls.load(value)
         return cls.parse(value)
 
-    def evaluate(self, report: DiffReport) -> GateResult:
+    def evaluate(self, report: DiffReport, releases: Any = None) -> GateResult:
+        """``releases``: the (base, candidate) :class:`~routebr_kit.store.assets.Assets` for release metrics
+        (``widening``); by default resolved from the report's ledger roots."""
         results = []
+        from ..verify.releases import RELEASE_METRICS, release_metrics
+        release = (release_metrics(report.base_root, report.candidate_root, releases)
+                   if any(c.metric in RELEASE_METRICS for c in self.criteria) else {})
         for c in self.criteria:
-            value = float(report.metrics(c.split)[c.metric])
+            value = float(release[c.metric] if c.metric in RELEASE_METRICS else report.metrics(c.split)[c.metric])
             results.append(CriterionResult(c, value, OPERATORS[c.op](value, c.threshold)))
         return GateResult(tuple(results), self.source)
 

@@ -1,0 +1,157 @@
+"""``routebr-kit verify``: exhaustive analysis of a release over every state and proposal (no sampling).
+
+Three modes:
+
+* ``verify (--catalog C --rules R [--registry E] [--schema S] | --assets DIR | --artifact DIR) [--assert FILE]`` —
+  regions, dispatch formulas, findings, properties (exit 1 when one is violated);
+* ``verify --base DIR --candidate DIR [--artifact DIR | --ledger RUN ... --cases F] [--allow-widening ACTION ...]``
+  — the semantic diff (exit 1 when an action's dispatch widens and is not allowed);
+* ``verify --coverage (--artifact DIR | --ledger RUN ... --cases F) [--gate 'rule_coverage >= X%']`` — what the
+  recorded traffic exercises (exit 1 when the gate fails).
+
+Exit 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..core.controller import ControllerOptions
+from ..core.errors import DataError, ErrorCode
+from ..review.assets import AssetFiles
+from ..review.impact import artifact_asset_files
+from ..review.ledgers import load_ledgers, load_many
+from ..review.shadow import parse_options
+from ..store.assets import Assets, load_assets, load_state_schema
+from ..verify import (
+    coverage,
+    coverage_gate,
+    load_properties,
+    observations_from_ledgers,
+    semantic_diff,
+    verify_release,
+)
+from .common import command
+
+PASS, FAIL = 0, 1
+
+
+def _args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--catalog", type=Path, help="catalog CSV")
+    p.add_argument("--rules", type=Path, help="boundary rules CSV")
+    p.add_argument("--registry", type=Path, help="entity registry CSV (witness objects come from it)")
+    p.add_argument("--schema", type=Path, help="runtime-state schema JSON (overrides the derived one field by field)")
+    p.add_argument("--assets", type=Path, help="an asset directory (catalog.csv, boundary_rules.csv, registry)")
+    p.add_argument("--artifact", type=Path, help="the published artifact: its assets and, for --base/--candidate "
+                   "and --coverage, its recorded traffic")
+    p.add_argument("--ledger", type=Path, nargs="+", help="run directories whose recorded traffic to use")
+    p.add_argument("--cases", type=Path, help="--ledger: the gold cases file the runs were made on")
+    p.add_argument("--assert", dest="assertions", type=Path, help="properties to check (JSON or YAML)")
+    p.add_argument("--base", type=Path, help="base release: an asset directory")
+    p.add_argument("--candidate", type=Path, help="candidate release: an asset directory (files it holds replace "
+                   "the base's)")
+    p.add_argument("--allow-widening", nargs="*", default=(), metavar="ACTION",
+                   help="actions whose dispatch may widen without failing")
+    p.add_argument("--coverage", action="store_true", help="report what the recorded traffic exercises")
+    p.add_argument("--gate", default=None, help="--coverage: e.g. 'rule_coverage >= 80%%'")
+    p.add_argument("--options", nargs="*", default=(), metavar="NAME=VALUE",
+                   help="controller options: fallback=CLARIFY|DEFER|HANDOFF|REJECT, enable_grounding=true|false")
+    p.add_argument("--no-redundancy", action="store_true", help="skip the redundant-rule finding")
+    p.add_argument("--show", type=int, default=3, help="witnesses to print per action (default 3; --json has all)")
+    p.add_argument("--json", type=Path, default=None, help="write the full result as JSON")
+
+
+def _single_assets(args: argparse.Namespace) -> tuple[Assets, Any]:
+    schema = load_state_schema(args.schema) if args.schema else None
+    if args.catalog or args.rules:
+        if not (args.catalog and args.rules):
+            raise DataError(ErrorCode.EMPTY_VALUE, "--catalog and --rules together", field="rules")
+        return load_assets(args.catalog, args.rules, args.registry, args.schema), schema
+    if args.assets:
+        files = AssetFiles.from_dir(args.assets)
+    elif args.artifact:
+        files = artifact_asset_files(args.artifact)
+    else:
+        raise DataError(ErrorCode.EMPTY_VALUE, "--catalog/--rules, --assets DIR or --artifact DIR", field="rules")
+    return load_assets(files.catalog, files.rules, files.registry, args.schema), schema
+
+
+def _observations(args: argparse.Namespace) -> tuple:
+    if args.artifact is not None:
+        return observations_from_ledgers(load_ledgers(args.artifact, details=False))
+    if args.ledger:
+        if args.cases is None:
+            raise DataError(ErrorCode.EMPTY_VALUE, "--cases FILE with --ledger", field="cases")
+        return observations_from_ledgers(load_many(args.ledger, cases=args.cases, details=False))
+    return ()
+
+
+def _write(path: Path | None, doc: dict[str, Any]) -> None:
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+
+
+def _options(args: argparse.Namespace) -> ControllerOptions:
+    return ControllerOptions(**parse_options(args.options))
+
+
+@command("verify", "exhaustive policy analysis: regions, findings, properties, base/candidate diff, coverage", _args)
+def verify(args: argparse.Namespace) -> int:
+    if args.base or args.candidate:
+        return _diff(args)
+    if args.coverage:
+        return _coverage(args)
+    assets, schema = _single_assets(args)
+    props = load_properties(args.assertions, assets.catalog, [r.rule_id for r in assets.policy.rules]) \
+        if args.assertions else ()
+    report = verify_release(assets.catalog, assets.policy, assets.registry, options=_options(args), properties=props,
+                            state_schema=schema, redundancy=not args.no_redundancy)
+    print("\n".join(report.lines()))
+    _write(args.json, report.as_dict())
+    return PASS if report.passed else FAIL
+
+
+def _diff(args: argparse.Namespace) -> int:
+    if not (args.base and args.candidate):
+        raise DataError(ErrorCode.EMPTY_VALUE, "--base DIR and --candidate DIR together", field="candidate")
+    base = AssetFiles.from_dir(args.base)
+    candidate = base.overlay(args.candidate)
+    a, b = base.load(), candidate.load()
+    diff = semantic_diff(a.catalog, a.policy, b.catalog, b.policy, a.registry, b.registry, options=_options(args),
+                         observations=_observations(args))
+    unknown = [x for x in args.allow_widening if x not in a.catalog and x not in b.catalog]
+    if unknown:
+        raise DataError(ErrorCode.UNKNOWN_ACTION, "catalog actions", got=unknown, field="allow-widening")
+    print("\n".join(diff.lines(args.allow_widening, args.show)))
+    _write(args.json, diff.as_dict(args.allow_widening))
+    return diff.exit_status(args.allow_widening)
+
+
+def _coverage(args: argparse.Namespace) -> int:
+    observations = _observations(args)
+    if not observations:
+        raise DataError(ErrorCode.EMPTY_VALUE, "recorded traffic: --artifact DIR or --ledger RUN ... --cases FILE",
+                        field="coverage")
+    if args.catalog or args.rules or args.assets:
+        assets, _ = _single_assets(args)
+    elif args.artifact:
+        assets, _ = _single_assets(args)
+    else:
+        base = AssetFiles.from_dir(args.cases.parent)
+        assets = base.load()
+    report = coverage(assets.catalog, assets.policy, observations, assets.registry, options=_options(args))
+    lines = report.lines()
+    doc = report.as_dict()
+    status = PASS
+    if args.gate:
+        passed, line = coverage_gate(args.gate, report)
+        lines.append(line)
+        doc["gate"] = {"criterion": args.gate, "passed": passed}
+        status = PASS if passed else FAIL
+    print("\n".join(lines))
+    _write(args.json, doc)
+    return status

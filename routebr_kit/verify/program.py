@@ -1,0 +1,473 @@
+"""One release compiled over an abstract space: per action, a decision diagram from states to the winning rule
+(or the fail-closed class), and the controller's outcome for each (action, object class, winning rule).
+
+The outcomes are not re-derived from the controller's code: each one is read by **running the real controller**
+(:meth:`~routebr_kit.core.controller.Controller.decide`) on a witness state of the region and a witness proposal,
+and the rule it reports is checked against the diagram (a disagreement raises :class:`VerifierMismatch`).  What
+the analysis relies on is the controller's structure (Algorithm 1): the outcome depends on the state only through
+the state-schema check and the first matching rule of the committed action, and on the proposal only through its
+action and its object's class (a candidate of type T, ``UNRESOLVED``, ``NONE``).  The differential tests and the
+sampling tests check exactly that.
+
+Uses only the public core API (catalog, rules, schema, controller).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.controller import Controller, ControllerOptions
+from ..core.errors import DataError, ErrorCode, KitError
+from ..core.records import (
+    NONE,
+    OBJECT_FREE_TYPE,
+    UNRESOLVED,
+    Boundary,
+    Catalog,
+    Entity,
+    ReasonCode,
+    Registry,
+    RouteRequest,
+    RuntimeState,
+    Terminal,
+)
+from ..core.rules import Condition, PolicyEngine, Rule
+from .mdd import Manager
+from .space import Space
+
+#: Leaf of the states that break the release's runtime-state schema (the controller's fail-closed terminal).
+FAIL = "<fail-closed: invalid state>"
+#: Leaf for an action the release's catalog does not hold (a proposal naming it breaks the contract).
+NO_ACTION = "<action outside the catalog>"
+#: The object type no catalog names (a candidate of "another type" for every action).
+OTHER_TYPE = "OTHER_TYPE"
+
+
+class VerifierMismatch(KitError):
+    """The real controller disagreed with the analysis on a witness: a bug in the verifier (never expected)."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ObjectClass:
+    """The class of a proposal's ``object_id``: a candidate of one type, ``UNRESOLVED`` or ``NONE``."""
+
+    key: str  # "UNRESOLVED", "NONE" or the candidate's object type
+
+    @property
+    def is_candidate(self) -> bool:
+        return self.key not in (UNRESOLVED, NONE)
+
+    def label(self) -> str:
+        return f"candidate of type {self.key}" if self.is_candidate else self.key
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the controller emitted: the terminal, the reason code and the winning rule (``None`` if not reached)."""
+
+    terminal: Terminal
+    reason: ReasonCode
+    rule_id: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"terminal": self.terminal.value, "reason": self.reason.value, "rule": self.rule_id}
+
+    def describe(self) -> str:
+        return f"{self.terminal.value} ({self.reason.value}{', ' + self.rule_id if self.rule_id else ''})"
+
+
+def object_classes(catalogs: Iterable[Catalog], registries: Iterable[Registry | None]) -> tuple[ObjectClass, ...]:
+    """Every object type a catalog names or a registry holds, one type no catalog names, ``UNRESOLVED``, ``NONE``."""
+    types: set[str] = set()
+    for catalog in catalogs:
+        for a in catalog:
+            types.update(t for t in a.required_object_types if t != OBJECT_FREE_TYPE)
+    for registry in registries:
+        if registry is not None:
+            types.update(e.object_type for e in registry)
+    other = OTHER_TYPE
+    while other in types:
+        other += "_"
+    return (*(ObjectClass(t) for t in sorted(types)), ObjectClass(other), ObjectClass(UNRESOLVED), ObjectClass(NONE))
+
+
+def witness_entity(object_type: str, registries: Sequence[Registry | None]) -> Entity:
+    """A registry entity of the type (the first, by ID), or a synthesized one when no registry holds it."""
+    for registry in registries:
+        if registry is not None:
+            found = _first_of_type(registry).get(object_type)
+            if found is not None:
+                return found
+    return Entity(f"WITNESS:{object_type}", object_type, f"witness {object_type}")
+
+
+_FIRST: dict[int, tuple[Registry, dict[str, Entity]]] = {}
+
+
+def _first_of_type(registry: Registry) -> dict[str, Entity]:
+    cached = _FIRST.get(id(registry))
+    if cached is None or cached[0] is not registry:
+        first: dict[str, Entity] = {}
+        for e in sorted(registry, key=lambda e: e.object_id):
+            first.setdefault(e.object_type, e)
+        cached = (registry, first)
+        _FIRST[id(registry)] = cached
+    return cached[1]
+
+
+def kind_of(catalog: Catalog, action: str, cls: ObjectClass) -> str:
+    """How the contract sees an object class for an action: ``candidate`` (of a permitted type), ``other_type``,
+    ``UNRESOLVED``, ``NONE`` — or ``no_action`` when the catalog lacks the action.  The controller's outcome depends
+    on the object only through this."""
+    if action not in catalog:
+        return "no_action"
+    if not cls.is_candidate:
+        return cls.key
+    entry = catalog[action]
+    return "candidate" if entry.requires_object and entry.permits(cls.key) else "other_type"
+
+
+def representatives(classes: Sequence[ObjectClass], catalogs: Sequence[Catalog], action: str
+                    ) -> tuple[ObjectClass, ...]:
+    """One object class per combination of :func:`kind_of` over the catalogs (the first, in order)."""
+    seen: dict[tuple[str, ...], ObjectClass] = {}
+    for cls in classes:
+        seen.setdefault(tuple(kind_of(c, action, cls) for c in catalogs), cls)
+    return tuple(seen.values())
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A concrete witness proposal and the request candidates it needs."""
+
+    action_id: str
+    object_class: ObjectClass
+    entity: Entity | None
+
+    @property
+    def object_id(self) -> str:
+        return self.entity.object_id if self.entity is not None else self.object_class.key
+
+    def output(self) -> dict[str, Any]:
+        return {"action_id": self.action_id, "object_id": self.object_id, "topk": [self.action_id]}
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {**self.output(), "object_class": self.object_class.label()}
+        if self.entity is not None:
+            out["candidates"] = [self.entity.prompt_view()]
+        return out
+
+
+def witness_proposal(action_id: str, cls: ObjectClass, registries: Sequence[Registry | None]) -> Proposal:
+    return Proposal(action_id, cls, witness_entity(cls.key, registries) if cls.is_candidate else None)
+
+
+def replay(controller: Controller, state: Mapping[str, Any], proposal: Proposal, request_id: str = "verify") -> Outcome:
+    """The real controller's decision on a concrete state and proposal (stored output, no repair)."""
+    candidates = (proposal.entity,) if proposal.entity is not None else ()
+    request = RouteRequest(request_id, "", (), RuntimeState(dict(state)), candidates)
+    decision = controller.decide(request, proposal.output())
+    return Outcome(decision.terminal, decision.reason, decision.rule_id)
+
+
+class Release:
+    """A release (catalog, rule program, options, registry) compiled over ``space`` in ``manager``."""
+
+    def __init__(self, name: str, catalog: Catalog, policy: PolicyEngine, space: Space, manager: Manager, *,
+                 options: ControllerOptions | None = None, registry: Registry | None = None,
+                 actions: Sequence[str] | None = None, replay_each_region: bool = True,
+                 templates: dict | None = None) -> None:
+        """``replay_each_region=False`` replays one witness per (action, object kind, rule decision) instead of one
+        per region and reuses it for the other rules of that decision (for the many internal comparisons of the
+        redundancy finding; every report shown replays each region).  ``templates`` shares those replays between
+        releases of one catalog and one set of options."""
+        self.replay_each_region = replay_each_region
+        self._templates: dict[tuple[str, str, Any], Outcome] = templates if templates is not None else {}
+        options = options or ControllerOptions()
+        if not options.enforce_state:
+            raise DataError(ErrorCode.INVALID_VALUE, "a controller that enforces the state gate (under A-state every "
+                            "accepted proposal dispatches whatever the state: there is nothing to analyse)",
+                            got="enforce_state=false", field="options")
+        self.name = name
+        self.catalog = catalog
+        self.policy = policy
+        self.space = space
+        self.manager = manager
+        self.options = options
+        self.registry = registry
+        self.controller = Controller(catalog, policy, options, registry_sha256=registry.sha256 if registry else "")
+        self.valid = space.valid(policy.state_schema)
+        self.actions = tuple(actions) if actions is not None else catalog.ids
+        self._fail = manager.leaf(FAIL)
+        self._removal: dict[str, int] = {}
+        self._tails: dict[tuple[int, int], int] = {}
+        self._chains: dict[str, list[Rule]] = {}
+        self.diagrams: dict[str, int] = {a: self._compile(a) for a in self.actions}
+        self._outcomes: dict[tuple[str, ObjectClass, Hashable], Outcome] = {}
+        self._states: dict[tuple[str, Hashable], dict[str, Any]] = {}
+
+    # ---- compilation
+    def chain(self, action: str) -> list[Rule]:
+        """The action's rules in first-match order, up to and including the first unconditional one."""
+        if action not in self._chains:
+            rules = []
+            for r in self.policy.rules:
+                if r.applies(action):
+                    rules.append(r)
+                    if r.condition.unconditional:
+                        break
+            self._chains[action] = rules
+        return self._chains[action]
+
+    def _compiled(self, rules: Sequence[Rule]) -> _Chain:
+        return _Chain(rules, self.space, self.manager.sizes, self.valid)
+
+    def _tail(self, level: int, leaf: int) -> int:
+        """``leaf`` where every variable from ``level`` on takes an admitted value, :data:`FAIL` elsewhere: once a
+        rule matches, the rest of the state must still pass the schema."""
+        key = (level, leaf)
+        found = self._tails.get(key)
+        if found is None:
+            m = self.manager
+            found = leaf
+            for lv in range(m.depth - 1, level - 1, -1):
+                invalid = frozenset(range(m.sizes[lv])) - self.valid[lv]
+                if invalid:
+                    found = m.node(lv, tuple(self._fail if v in invalid else found for v in range(m.sizes[lv])))
+            self._tails[key] = found
+        return found
+
+    def chain_diagram(self, rules: Sequence[Rule]) -> int:
+        """The first-match diagram of ``rules`` (ending in an unconditional one) on the states the schema admits,
+        :data:`FAIL` elsewhere.
+
+        Built top-down, level by level: a path keeps the rules still possible (every constraint above it holds) and
+        ends at the first rule with no constraint left — the first match.  Rules after a satisfied one are dropped,
+        since they can no longer match first."""
+        c = self._compiled(rules)
+        m, fail = self.manager, self._fail
+        memo: dict[tuple, int] = {}
+
+        def rec(level: int, alive: tuple[int, ...]) -> int:
+            key = (level, alive)
+            found = memo.get(key)
+            if found is not None:
+                return found
+            head = alive[0]
+            if c.last[head] < level:  # every constraint of the first possible rule holds: it matches
+                out = self._tail(level, m.leaf(c.ids[head]))
+            else:
+                alive = c.truncate(alive, level)
+                if not c.constrained[level].intersection(alive):
+                    inner = rec(level + 1, alive)
+                    children = tuple(fail if v in c.invalid[level] else inner for v in range(m.sizes[level]))
+                else:
+                    kids = [fail] * m.sizes[level]
+                    for v in c.valid[level]:
+                        kids[v] = rec(level + 1, c.step(alive, level, v))
+                    children = tuple(kids)
+                out = m.node(level, children)
+            memo[key] = out
+            return out
+
+        return rec(0, c.alive)
+
+    def extended_chain(self, action: str) -> list[Rule]:
+        """The chain plus the rules after its unconditional end, up to the next unconditional one: the rules that
+        decide once any one rule of the chain is removed."""
+        rules, seen = [], 0
+        for r in self.policy.rules:
+            if r.applies(action):
+                rules.append(r)
+                if r.condition.unconditional:
+                    seen += 1
+                    if seen == 2:
+                        break
+        return rules
+
+    def removal_diagram(self, action: str) -> int:
+        """Over the admitted states, leaves ``(winner, removing it changes the decision)``: a top-down walk of the
+        extended chain that goes on past the first match to the first later match (no later match counts as a
+        change), stopping as soon as that is known.  Cached per action."""
+        if action in self._removal:
+            return self._removal[action]
+        rules = self.extended_chain(action)
+        c = self._compiled(rules)
+        m, fail = self.manager, self._fail
+        decisions = [r.decision for r in rules]
+        memo: dict[tuple, int] = {}
+
+        def rec(level: int, alive: tuple[int, ...], first: int | None) -> int:
+            key = (level, alive, first)
+            found = memo.get(key)
+            if found is not None:
+                return found
+            out = None
+            while out is None:
+                if not alive:
+                    out = self._tail(level, m.leaf((c.ids[first], True)))  # type: ignore[index]
+                    break
+                head = alive[0]
+                if c.last[head] < level:
+                    if first is not None:
+                        out = self._tail(level, m.leaf((c.ids[first], decisions[head] is not decisions[first])))
+                        break
+                    first, alive = head, alive[1:]
+                    continue
+                alive = c.truncate(alive, level)
+                if first is not None and c.last[alive[-1]] < level:  # a later match is certain: is it different?
+                    differs = {decisions[k] is not decisions[first] for k in alive}
+                    if len(differs) == 1:
+                        out = self._tail(level, m.leaf((c.ids[first], differs.pop())))
+                        break
+                if not c.constrained[level].intersection(alive):
+                    inner = rec(level + 1, alive, first)
+                    children = tuple(fail if v in c.invalid[level] else inner for v in range(m.sizes[level]))
+                else:
+                    kids = [fail] * m.sizes[level]
+                    for v in c.valid[level]:
+                        kids[v] = rec(level + 1, c.step(alive, level, v), first)
+                    children = tuple(kids)
+                out = m.node(level, children)
+            memo[key] = out
+            return out
+
+        self._removal[action] = rec(0, c.alive, None)
+        return self._removal[action]
+
+    def _compile(self, action: str) -> int:
+        if action not in self.catalog:
+            return self.chain_diagram([_NO_ACTION_RULE])
+        return self.chain_diagram(self.chain(action))
+
+    @property
+    def templates(self) -> dict:
+        return self._templates
+
+    def policy_rule(self, rule_id: str) -> Rule:
+        if not hasattr(self, "_rules_by_id"):
+            self._rules_by_id = {r.rule_id: r for r in self.policy.rules}
+        return self._rules_by_id[rule_id]
+
+    # ---- outcomes
+    def preference(self) -> list[list[int]]:
+        """Per level, the values tried first for witnesses: the ones this release admits, in domain order."""
+        return [sorted(range(size), key=lambda v, lv=lv: (v not in self.valid[lv], v))
+                for lv, size in enumerate(self.manager.sizes)]
+
+    def complete(self, partial: Sequence[int | None], preference: Sequence[Sequence[int]] | None = None) -> list[int]:
+        prefer = preference or self.preference()
+        return [prefer[lv][0] if v is None else v for lv, v in enumerate(partial)]
+
+    def witness_state(self, action: str, leaf: Hashable) -> dict[str, Any]:
+        key = (action, leaf)
+        if key not in self._states:
+            prefer = self.preference()
+            found = self.manager.find(self.diagrams[action], lambda v: v == leaf, prefer)
+            if found is None:
+                raise KeyError(leaf)
+            self._states[key] = self.space.concretize(self.complete(found[0], prefer))
+        return self._states[key]
+
+    def outcome(self, action: str, cls: ObjectClass, leaf: Hashable, registries: Sequence[Registry | None] = ()
+                ) -> Outcome:
+        """The controller's outcome for the action, the object class and the states of one leaf (replayed once)."""
+        key = (action, cls, leaf)
+        found = self._outcomes.get(key)
+        if found is None and not self.replay_each_region and leaf not in (FAIL, NO_ACTION):
+            short = (action, kind_of(self.catalog, action, cls), self.policy_rule(leaf).decision)  # type: ignore[arg-type]
+            template = self._templates.get(short)
+            if template is not None:
+                found = Outcome(template.terminal, template.reason, leaf if template.rule_id is not None else None)
+                self._outcomes[key] = found
+                return found
+        if found is None:
+            state = self.witness_state(action, leaf)
+            found = self.confirm(state, witness_proposal(action, cls, [self.registry, *registries]), leaf)
+            self._outcomes[key] = found
+            if leaf not in (FAIL, NO_ACTION):
+                self._templates[(action, kind_of(self.catalog, action, cls),
+                                 self.policy_rule(leaf).decision)] = found  # type: ignore[arg-type]
+        return found
+
+    def confirm(self, state: Mapping[str, Any], proposal: Proposal, leaf: Hashable) -> Outcome:
+        """Replay and check that the controller met the rule (or the fail-closed class) the diagram predicts."""
+        got = replay(self.controller, state, proposal)
+        contract_broken = got.rule_id is None and got.reason.fail_closed and \
+            got.reason is not ReasonCode.FAIL_CLOSED_INVALID_STATE
+        if leaf == FAIL:
+            ok = got.reason is ReasonCode.FAIL_CLOSED_INVALID_STATE
+        elif leaf == NO_ACTION or not self.contract_valid(proposal.action_id, proposal.object_class):
+            ok = contract_broken
+        else:
+            ok = got.rule_id == leaf
+        if not ok:
+            raise VerifierMismatch(f"{self.name}: the controller decided {got.describe()} on state {state!r} and "
+                                   f"proposal {proposal.output()!r}; the analysis predicted leaf {leaf!r}")
+        return got
+
+    def admitted_weights(self, declared: set[str] | None = None) -> list[list[int | None]]:
+        """Per level, each value's number of concrete values if this release admits it, else 0 — over the fields
+        the release declares (a level of undeclared fields counts one representative)."""
+        declared = declared if declared is not None else {f.name for f in self.policy.state_schema.fields}
+        out = []
+        for lv, var in enumerate(self.space.variables):
+            if set(var.fields) & declared:
+                out.append([size if v in self.valid[lv] else 0 for v, size in enumerate(var.sizes())])
+            else:
+                first = min(self.valid[lv]) if self.valid[lv] else 0
+                out.append([1 if v == first else 0 for v in range(len(var.values))])
+        return out
+
+    def contract_valid(self, action: str, cls: ObjectClass) -> bool:
+        """Whether a proposal of this action with an object of this class meets the contract (state aside)."""
+        if action not in self.catalog:
+            return False
+        entry = self.catalog[action]
+        if not entry.requires_object:
+            return cls.key == NONE
+        return cls.key == UNRESOLVED or (cls.is_candidate and entry.permits(cls.key))
+
+
+class _Chain:
+    """A rule list compiled over a space for the top-down walks: cubes, the last constrained level of each rule, the
+    rules constraining each level, and the admitted values per level."""
+
+    __slots__ = ("ids", "cubes", "alive", "last", "constrained", "valid", "invalid", "depth")
+
+    def __init__(self, rules: Sequence[Rule], space: Space, sizes: Sequence[int],
+                 valid: Mapping[int, frozenset[int]]) -> None:
+        self.ids = [r.rule_id for r in rules]
+        self.cubes = [space.cube(r.condition) for r in rules]
+        self.alive = tuple(k for k, cube in enumerate(self.cubes) if cube is not None)
+        self.last = {k: max(self.cubes[k], default=-1) for k in self.alive}  # type: ignore[arg-type]
+        self.depth = len(sizes)
+        self.constrained: list[set[int]] = [set() for _ in sizes]
+        for k in self.alive:
+            for level in self.cubes[k]:  # type: ignore[union-attr]
+                self.constrained[level].add(k)
+        self.valid = [sorted(valid[lv]) for lv in range(len(sizes))]
+        self.invalid = [frozenset(range(size)) - valid[lv] for lv, size in enumerate(sizes)]
+
+    def truncate(self, alive: tuple[int, ...], level: int) -> tuple[int, ...]:
+        """Rules after one whose constraints all hold can never match first."""
+        last = self.last
+        for i, k in enumerate(alive):
+            if last[k] < level:
+                return alive[:i + 1]
+        return alive
+
+    def step(self, alive: tuple[int, ...], level: int, value: int) -> tuple[int, ...]:
+        """The rules still possible once the variable at ``level`` takes ``value``."""
+        cubes = self.cubes
+        return tuple(k for k in alive if level not in cubes[k] or value in cubes[k][level])  # type: ignore[operator]
+
+
+#: Stands for the (empty) chain of an action outside the catalog: one unconditional pseudo-rule.
+_NO_ACTION_RULE = Rule(NO_ACTION, 0, ("*",), Condition((), {}), Boundary.REJECT)
+
+
+__all__ = ["FAIL", "NO_ACTION", "ObjectClass", "Outcome", "Proposal", "Release", "VerifierMismatch", "kind_of",
+           "object_classes", "representatives", "replay", "witness_entity", "witness_proposal"]
