@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "shadow": ("shadow", "shadow"),
     "diff": ("diff", "diff"),
     "impact": ("impact", "impact_cmd"),
+    "report": ("report", "report"),
 }
 
 
