@@ -58,7 +58,7 @@ def _stage(detail, key):
 
 
 def _value(stage, field):
-    return next(it["value"] for it in stage["items"] if it["field"] == field)
+    return next(value for name, _, value in stage["items"] if name == field)
 
 
 # --------------------------------------------------------------------------------------------- sources

@@ -29,7 +29,7 @@ from ..review.ledgers import LedgerTask, RowKey
 from ..store.cases import Case, Split
 from ..store.ledger import PredictionRow
 from .sources import Producer, ReportSource
-from .stages import CHANGE_STAGE_KEYS, STAGES, case_stages, row_reason, row_rule, row_stages
+from .stages import CHANGE_STAGE_KEYS, SOURCE_TEXT, STAGES, case_stages, row_reason, row_rule, row_stages
 from .traces import AssetsCache, RowTrace, task_traces
 
 #: Rows per compressed detail chunk (one chunk is inflated when one of its cases opens).
@@ -96,11 +96,15 @@ def _finite(value: float) -> float | None:
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-def _count(c: Count | None) -> dict[str, Any] | None:
+def _count(c: Count | None, *, interval: bool = False) -> dict[str, Any] | None:
+    """A count as data; ``interval``: with its Wilson 95% bounds (the scorecard shows them for exact match)."""
     if c is None:
         return None
-    low, high = c.wilson
-    return {"hits": c.hits, "n": c.n, "rate": _finite(c.rate), "low": low, "high": high}
+    out = {"hits": c.hits, "n": c.n, "rate": _finite(c.rate)}
+    if interval:
+        low, high = c.wilson
+        out |= {"low": low, "high": high}
+    return out
 
 
 # --------------------------------------------------------------------------------------------- scorecard
@@ -124,7 +128,7 @@ def scorecard(task: LedgerTask) -> list[dict[str, Any]]:
             complete = [r for r in rows if members[task.cases[r.case_id].pair_id] == 2]
             pairs = flip_pairs(complete, task.cases).pairs if complete else None
         out.append({"task": task.key, "system": task.system.value, "split": split,
-                    "repeat": repeat if repeats > 1 else "", "n": s.n, "exact": _count(s.contract_exact),
+                    "repeat": repeat if repeats > 1 else "", "n": s.n, "exact": _count(s.contract_exact, interval=True),
                     "strict": _count(s.strict_exact), "false_dispatch": _count(s.false_dispatch),
                     "false_block": _count(s.false_block), "object": _count(s.object), "flip_pairs": _count(pairs),
                     "valid_json": _count(s.valid_json), "first_pass_valid": _count(s.first_pass_valid),
@@ -275,7 +279,7 @@ def build_report(source: ReportSource, *, base: ReportSource | None = None, gate
         "cases": [[c.case_id, c.split.value, c.request.utterance] for c in cases],
         "chunk_rows": CHUNK_ROWS, "stages": list(STAGES),
         "change_stage_keys": {k: list(v) for k, v in CHANGE_STAGE_KEYS.items()},
-        "trace_sources": sources_used, "diff": base is not None,
+        "trace_sources": sources_used, "source_text": SOURCE_TEXT, "diff": base is not None,
     }
     cards = [card for t in source.tasks.values() for card in scorecard(t)]
     view = diff_view(diff, gate or Gate.parse(DEFAULT_GATE, source="default gate")) if diff is not None else None

@@ -3,7 +3,7 @@
 ``request → candidates → model call(s) → repair → contract → commit → state gate → object gate → terminal``.
 :func:`case_stages` gives the first two (they belong to the case and are shared by every row of it);
 :func:`row_stages` the rest.  Every stage is a plain record — ``{"key", "title", "source", "items", "blocks",
-"note"}`` — whose items are ``{"field", "label", "value"}`` strings and whose blocks hold recorded JSON or text
+"note"}`` — whose items are ``[field, label, value]`` strings and whose blocks hold recorded JSON or text
 unchanged, so the browser renders text only (never markup from the data) and a test can compare a shown stage with
 the receipt field by field.  Each stage names its source: the receipt, a replay, the shadow record or the row.
 """
@@ -29,7 +29,8 @@ CHANGE_STAGE_KEYS: Mapping[str, tuple[str, ...]] = {
     "rule": ("state_gate",), "object_gate": ("object_gate",), "terminal": ("terminal",),
 }
 
-_SOURCE_TEXT = {
+#: What each trace source means (the explorer shows it next to every stage built from that source).
+SOURCE_TEXT = {
     TraceSource.RECEIPT: "receipt (decision record as recorded)",
     TraceSource.REPLAY_RECEIPT: "replayed now: the receipt's recorded replies through the assets beside the cases file",
     TraceSource.REPLAY_ROW: "replayed now: the proposal rebuilt from the ledger row (no receipt) through the assets "
@@ -37,6 +38,7 @@ _SOURCE_TEXT = {
     TraceSource.SHADOW_RECORD: "shadow record (shadow_rows.jsonl: rule, object gate, reason)",
     TraceSource.LEDGER_ROW: "ledger row (predictions.csv) only",
 }
+SOURCE_TEXT = {k.value: v for k, v in SOURCE_TEXT.items()}
 
 
 def _text(value: Any) -> str:
@@ -49,11 +51,11 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _item(field: str, label: str, value: Any) -> dict[str, str]:
-    return {"field": field, "label": label, "value": _text(value)}
+def _item(field: str, label: str, value: Any) -> list[str]:
+    return [field, label, _text(value)]
 
 
-def _stage(key: str, title: str, source: str, items: Iterable[dict[str, str]] = (),
+def _stage(key: str, title: str, source: str, items: Iterable[list[str]] = (),
            blocks: Iterable[dict[str, Any]] = (), note: str = "") -> dict[str, Any]:
     return {"key": key, "title": title, "source": source, "items": list(items), "blocks": list(blocks), "note": note}
 
@@ -230,7 +232,7 @@ def _trace_emit(d: Mapping[str, Any]) -> str | None:
 
 
 def _row_only_stages(row: PredictionRow, trace: RowTrace, controller: bool) -> list[dict[str, Any]]:
-    source = _SOURCE_TEXT[trace.source]
+    source = trace.source.value
     detail = trace.detail
     stages = [
         _stage("repair", "Repair", source, [
@@ -267,7 +269,7 @@ def row_stages(row: PredictionRow, trace: RowTrace, *, controller: bool) -> list
     """Model call(s) to terminal for one row (see the module docstring)."""
     calls = _calls(row, trace)
     if trace.decision is not None:
-        return calls + _decision_stages(row, trace.decision, _SOURCE_TEXT[trace.source])
+        return calls + _decision_stages(row, trace.decision, trace.source.value)
     return calls + _row_only_stages(row, trace, controller)
 
 
@@ -291,4 +293,4 @@ def row_rule(trace: RowTrace) -> str:
     return "—"
 
 
-__all__ = ["CHANGE_STAGE_KEYS", "STAGES", "case_stages", "row_reason", "row_rule", "row_stages"]
+__all__ = ["CHANGE_STAGE_KEYS", "SOURCE_TEXT", "STAGES", "case_stages", "row_reason", "row_rule", "row_stages"]

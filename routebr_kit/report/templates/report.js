@@ -263,7 +263,7 @@
     const wrap = document.createElement("div");
     wrap.className = "rk-side";
     wrap.id = "rk-side-" + name;
-    wrap.appendChild(text("h4", name + " — stages from " + detail.source));
+    wrap.appendChild(text("h4", name + " — stages from " + (ex.source_text[detail.source] || detail.source)));
     wrap.appendChild(stagesBlock(detail.stages, "rk-row-stages", highlight));
     return wrap;
   }
@@ -276,16 +276,16 @@
       card.className = "rk-stage" + (highlight.indexOf(s.key) >= 0 ? " rk-first-change" : "");
       card.dataset.stage = s.key;
       const h = text("h5", s.title);
-      h.appendChild(text("span", " — " + s.source, "rk-source"));
+      h.appendChild(text("span", " — " + (ex.source_text[s.source] || s.source), "rk-source"));
       card.appendChild(h);
       if (s.note) card.appendChild(text("p", s.note, "rk-stage-note"));
       if (s.items.length) {
         const table = document.createElement("table");
         for (const it of s.items) {
           const tr = document.createElement("tr");
-          tr.appendChild(text("th", it.label));
-          const td = text("td", it.value);
-          td.dataset.field = it.field;
+          tr.appendChild(text("th", it[1]));
+          const td = text("td", it[2]);
+          td.dataset.field = it[0];
           tr.appendChild(td);
           table.appendChild(tr);
         }
