@@ -149,26 +149,30 @@ def _is_reproduce(path: Path) -> bool:
     return all(k in doc for k in _REPRODUCE_KEYS)
 
 
-def load_source(path: str | Path, *, cases: str | Path | None = None) -> ReportSource:
-    """Read the folder a report is made from (see the module docstring); a bad folder is a located DataError."""
+def load_source(path: str | Path, *, cases: str | Path | None = None, details: bool = True) -> ReportSource:
+    """Read the folder a report is made from (see the module docstring); a bad folder is a located DataError.
+
+    ``details=False`` skips the per-row decision details ``load_ledgers`` derives for the diff (a report without
+    ``--base`` builds full decision records itself); a shadow output's own per-row records are always read.
+    """
     root = Path(path)
     if not root.exists():
         raise DataError(ErrorCode.FILE_NOT_FOUND, "a run directory, a shadow output, a reproduce output or an "
                         "artifact (result) folder", file=str(root))
     artifact = _artifact_root(root.resolve())
     if artifact is not None:
-        return _artifact_source(root, artifact)
+        return _artifact_source(root, artifact, details)
     if root.is_dir() and _is_reproduce(root):
-        return _reproduce_source(root, cases)
+        return _reproduce_source(root, cases, details)
     kind = SourceKind.SHADOW if (root / SHADOW_MANIFEST).is_file() else SourceKind.RUNS
-    ledgers = load_ledgers(root, cases=cases)
+    ledgers = load_ledgers(root, cases=cases, details=details or kind is SourceKind.SHADOW)
     top = ledgers.manifest if kind is SourceKind.SHADOW else {}
     return ReportSource(root, kind, ledgers, {k: origin_of(t) for k, t in ledgers.tasks.items()},
                         _loose_figures(root), manifest=top)
 
 
-def _artifact_source(path: Path, artifact: Path) -> ReportSource:
-    ledgers = load_ledgers(artifact)
+def _artifact_source(path: Path, artifact: Path, details: bool) -> ReportSource:
+    ledgers = load_ledgers(artifact, details=details)
     results = (artifact / "experiments" / "results").resolve()
     here = path.resolve()
     prefix = "" if here in (artifact.resolve(), results) else here.relative_to(results).as_posix()
@@ -182,7 +186,7 @@ def _artifact_source(path: Path, artifact: Path) -> ReportSource:
                         artifact_root=artifact)
 
 
-def _reproduce_source(path: Path, cases: str | Path | None) -> ReportSource:
+def _reproduce_source(path: Path, cases: str | Path | None, details: bool) -> ReportSource:
     manifest = read_json(path / REPRODUCE_MANIFEST, "a reproduce manifest.json object")
     tasks: dict[str, LedgerTask] = {}
     assets = None
@@ -190,7 +194,7 @@ def _reproduce_source(path: Path, cases: str | Path | None) -> ReportSource:
     artifact_root = None
     if isinstance(artifact, str) and artifact and is_artifact_dir(artifact):
         artifact_root = Path(artifact)
-        published = load_ledgers(artifact_root)
+        published = load_ledgers(artifact_root, details=details)
         assets = published.assets
         tasks.update({f"artifact/{k}": _rekeyed(t, f"artifact/{k}") for k, t in published.tasks.items()})
     runs = sorted({p.parent for p in (path / "runs").rglob(PREDICTIONS)
@@ -198,7 +202,7 @@ def _reproduce_source(path: Path, cases: str | Path | None) -> ReportSource:
     chosen = _runs_cases(runs, _cases_files(path) if runs and cases is None else {}, cases)
     for folder in runs:
         key = folder.relative_to(path).as_posix()
-        for sub, task in load_ledgers(folder, cases=chosen[folder]).tasks.items():
+        for sub, task in load_ledgers(folder, cases=chosen[folder], details=details).tasks.items():
             name = key if sub == "." else f"{key}/{sub}"
             tasks[name] = _rekeyed(task, name)
     ledgers = LedgerSet(path, "runs", tasks, assets, {})

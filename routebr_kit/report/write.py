@@ -37,7 +37,7 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, *, base: st
                  gate: Gate | None = None) -> WrittenReport:
     """Write the report of ``run_dir`` (with ``base``: the paired diff base → ``run_dir``) and say what was written."""
     started = time.perf_counter()
-    source = load_source(run_dir, cases=cases)
+    source = load_source(run_dir, cases=cases, details=base is not None)  # details: what the diff pairs on
     base_source = load_source(base, cases=base_cases if base_cases is not None else cases) if base else None
     data = build_report(source, base=base_source, gate=gate, written_utc=written_time(),
                         figures=figure_views(source.figures, source.path))
