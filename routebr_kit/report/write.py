@@ -47,10 +47,11 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, *, base: st
 
 
 def report_command(run_dir: str | Path, *, base: str | Path | None = None, cases: str | Path | None = None,
-                   out: str | Path | None = None) -> str:
-    """The shell command that writes the report of ``run_dir`` (printed by run, shadow and review)."""
+                   out: str | Path | None = None, gate: str | None = None) -> str:
+    """The shell command that writes the report of ``run_dir`` (for ``review`` to print: its shadow output with
+    ``base`` the frozen release's ledgers and its ``gate`` spec)."""
     parts = ["routebr-kit", "report", str(run_dir)]
-    for flag, value in (("--base", base), ("--cases", cases), ("--out", out)):
+    for flag, value in (("--base", base), ("--cases", cases), ("--gate", gate), ("--out", out)):
         if value is not None:
             parts += [flag, str(value)]
     return shlex.join(parts)
