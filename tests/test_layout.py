@@ -9,7 +9,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "routebr_kit"
 
 #: Each layer may import only the layers listed before it (and itself).
 LAYERS = ("core", "store", "verify", "scale", "prompts", "backends", "systems", "runs", "evaluation", "dataset",
-          "metaroute", "experiments", "review", "adversarial", "notebook", "cli")
+          "metaroute", "experiments", "review", "adversarial", "report", "notebook", "cli")
 
 
 def _module_name(path: Path) -> str:

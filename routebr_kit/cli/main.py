@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diff": ("diff", "diff"),
     "impact": ("impact", "impact_cmd"),
     "verify": ("verify", "verify"),
+    "report": ("report", "report"),
 }
 
 

@@ -90,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     print(f"wrote {args.out}/predictions.csv, raw/ and run_manifest.json "
           f"(score it again: routebr-kit score {args.out} --cases {args.cases})")
+    print(f"report: routebr-kit report {args.out} --cases {args.cases}  (one HTML file: scores and every trace)")
     if result.flagged:
         print(f"WARNING: profile flagged {', '.join(result.flagged)} on cases "
               f"{', '.join(s['model_identity_failures'][:10])}", file=sys.stderr)

@@ -65,4 +65,6 @@ def shadow(args: argparse.Namespace) -> int:
     print(f"edit: {', '.join(c.value for c in edit.classes) or 'none'}; rows {result.rows}, changed decisions "
           f"{result.changed}, needs live re-run {result.needs_live_rerun}; model calls 0")
     print(f"wrote {path}")
+    print(f"report: routebr-kit report {args.out} --base {args.artifact or args.ledger[0]}"
+          + (f" --cases {args.cases}" if args.cases else "") + "  (changed cases side by side, with the gate)")
     return 0

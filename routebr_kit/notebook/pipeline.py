@@ -56,6 +56,7 @@ from .. import __version__
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file
 from ..dataset.generate import KIT_DATA_DIR
+from ..report import write_report
 from ..store.artifact import ARTIFACT_ENV, Artifact, artifact_candidates, find_artifact, is_artifact_dir
 from ..store.files import read_json, read_yaml
 from .outputs import CAPTIONS
@@ -326,6 +327,8 @@ def execute(prepared: PreparedRun, *, progress: bool = True) -> int:
     done = [r for r in results if r.status != "pending"]
     _write_manifest(out, prepared, done, time.perf_counter() - started, "complete" if status == 0 else "failed")
     _write_index(out, plan, done)
+    if status == 0:
+        write_report(out, out / "report.html")  # one file: every notebook's section, figures, the runs' traces
     return status
 
 

@@ -1,0 +1,60 @@
+"""Read a folder, build its report and write the HTML file: the one entry point of ``routebr-kit report`` and of the
+notebook pipeline's ``report.html``."""
+
+from __future__ import annotations
+
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..review.gate import Gate
+from .html import figure_views, write_html, written_time
+from .model import build_report
+from .sources import SourceKind, load_source
+
+#: The file name a report gets inside the folder it describes.
+REPORT_NAME = "report.html"
+
+
+@dataclass(frozen=True)
+class WrittenReport:
+    path: Path
+    rows: int
+    changed: int | None
+    bytes: int
+    seconds: float
+    kind: SourceKind
+
+
+def default_out(run_dir: str | Path, kind: SourceKind) -> Path:
+    """``RUN_DIR/report.html``; for a published artifact (read-only data) ``./report.html`` instead."""
+    return Path(REPORT_NAME) if kind is SourceKind.ARTIFACT else Path(run_dir) / REPORT_NAME
+
+
+def write_report(run_dir: str | Path, out: str | Path | None = None, *, base: str | Path | None = None,
+                 cases: str | Path | None = None, base_cases: str | Path | None = None,
+                 gate: Gate | None = None) -> WrittenReport:
+    """Write the report of ``run_dir`` (with ``base``: the paired diff base → ``run_dir``) and say what was written."""
+    started = time.perf_counter()
+    source = load_source(run_dir, cases=cases, details=base is not None)  # details: what the diff pairs on
+    base_source = load_source(base, cases=base_cases if base_cases is not None else cases) if base else None
+    data = build_report(source, base=base_source, gate=gate, written_utc=written_time(),
+                        figures=figure_views(source.figures, source.path))
+    path = write_html(data, out if out is not None else default_out(run_dir, source.kind))
+    changed = data.diff["changed"] if data.diff is not None else None
+    return WrittenReport(path, data.rows, changed, path.stat().st_size, time.perf_counter() - started, source.kind)
+
+
+def report_command(run_dir: str | Path, *, base: str | Path | None = None, cases: str | Path | None = None,
+                   out: str | Path | None = None, gate: str | None = None) -> str:
+    """The shell command that writes the report of ``run_dir`` (for ``review`` to print: its shadow output with
+    ``base`` the frozen release's ledgers and its ``gate`` spec)."""
+    parts = ["routebr-kit", "report", str(run_dir)]
+    for flag, value in (("--base", base), ("--cases", cases), ("--gate", gate), ("--out", out)):
+        if value is not None:
+            parts += [flag, str(value)]
+    return shlex.join(parts)
+
+
+__all__ = ["REPORT_NAME", "WrittenReport", "default_out", "report_command", "write_report"]
