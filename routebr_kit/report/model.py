@@ -27,6 +27,7 @@ from ..review.diff import ChangedRow, DiffReport, diff_ledgers, split_table
 from ..review.gate import DEFAULT_GATE, Gate
 from ..review.ledgers import LedgerTask, RowKey
 from ..store.cases import Case, Split
+from ..store.files import parse_json
 from ..store.ledger import PredictionRow
 from .sources import Producer, ReportSource
 from .stages import CHANGE_STAGE_KEYS, SOURCE_TEXT, STAGES, case_stages, row_reason, row_rule, row_stages
@@ -89,7 +90,7 @@ def pack(value: Any) -> str:
 
 def unpack(blob: str) -> Any:
     """The inverse of :func:`pack` (tests read chunks with it)."""
-    return json.loads(zlib.decompress(base64.b64decode(blob)).decode("utf-8"))
+    return parse_json(zlib.decompress(base64.b64decode(blob)).decode("utf-8"), "a packed report chunk", record=True)
 
 
 def _finite(value: float) -> float | None:
