@@ -35,6 +35,12 @@ VALID_YAML_GATE = "gate:\n  - new_false_dispatch <= 0\n  - path_exact_drop <= 1.
 ALIAS_BOMB = "gate:\n  - &a [x, x, x, x, x, x, x, x, x]\n" + "".join(  # 9**9 leaves once expanded
     f"  - &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
 HUGE = 5 * 2**20
+VALID_YAML_PROPERTIES = ("properties:\n  - name: no A5 without permission\n"
+                         "    never: {terminal: DISPATCH, action: A5_PROTECTED_ACTION}\n"
+                         "    when: {action_permission: false}\n")
+VALID_JSON_PROPERTIES = json.dumps({"properties": [{"name": "no A5 without permission",
+                                                    "never": {"terminal": "DISPATCH", "action": "A5_PROTECTED_ACTION"},
+                                                    "when": {"action_permission": False}}]})
 
 
 def _dup_json(valid: str) -> str:
@@ -244,6 +250,18 @@ SLOTS: tuple[Slot, ...] = (
     Slot("impact", "a ledger's predictions.csv", "csv", _text("ledger", "predictions.csv"),
          lambda b: ["impact", "--base-assets", str(b.bench), "--candidate-assets", str(b.bench), "--ledger",
                     b.inside(b.ledger, "predictions.csv"), "--cases", b.cases]),
+    Slot("verify", "--assert (YAML)", "yaml", _const(VALID_YAML_PROPERTIES),
+         lambda b: ["verify", "--assets", str(b.bench), "--assert", b.file("props.yaml")]),
+    Slot("verify", "--assert (JSON)", "json", _const(VALID_JSON_PROPERTIES),
+         lambda b: ["verify", "--assets", str(b.bench), "--assert", b.file("props.json")]),
+    Slot("verify", "--rules", "csv", _text("bench", "boundary_rules.csv"),
+         lambda b: ["verify", "--catalog", str(b.bench / "catalog.csv"), "--rules", b.file("rules.csv")]),
+    Slot("report", "RUN_DIR/predictions.csv", "csv", _text("ledger", "predictions.csv"),
+         lambda b: ["report", b.inside(b.ledger, "predictions.csv"), "--cases", b.cases,
+                    "--out", str(Path(b.out) / "report.html")]),
+    Slot("report", "--gate (JSON)", "json", _const(VALID_GATE),
+         lambda b: ["report", str(b.ledger), "--base", str(b.ledger), "--cases", b.cases, "--gate",
+                    b.file("gate.json"), "--out", str(Path(b.out) / "report.html")]),
 )
 
 
