@@ -49,12 +49,24 @@ def test_stage_texts_describe_what_each_stage_sees():
 
 
 def test_the_chinese_texts_are_our_own_not_the_published_ones(routebr_artifact):
+    """The kit's zh prompt is written from the kit's English prompt, not paraphrased from the published texts.
+
+    Against every published stage text: no run of 20 identical characters (identifiers included) and a difflib
+    ratio under 0.4; the prose alone (the non-ASCII text) shares no run of ten characters."""
     published = json.loads((routebr_artifact / "experiments/prompts.json").read_text(encoding="utf-8"))
     ours = load_prompts("zh").texts
-    for key in ("ROUTEBR", "B1_DIRECT", "B2_DIRECT_GUARD", "REPAIR"):
-        # field names are shared facts; the prose (the non-ASCII text) shares no run of ten characters
-        a, b = re.sub(r"[\x00-\x7f]", "", ours[key]), re.sub(r"[\x00-\x7f]", "", published[key])
-        assert difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b)).size < 10
+    stages = ("ROUTEBR", "B1_DIRECT", "B2_DIRECT_GUARD", "REPAIR")
+    for key in stages:
+        mine = ours[key].replace("{output_schema}", "")
+        for other in stages:
+            theirs = published[other]
+            matcher = difflib.SequenceMatcher(None, mine, theirs, autojunk=False)
+            longest = matcher.find_longest_match(0, len(mine), 0, len(theirs))
+            assert longest.size < 20, (key, other, mine[longest.a:longest.a + longest.size])
+            assert matcher.ratio() < 0.4, (key, other, matcher.ratio())
+            a, b = re.sub(r"[\x00-\x7f]", "", mine), re.sub(r"[\x00-\x7f]", "", theirs)
+            assert difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(
+                0, len(a), 0, len(b)).size < 10, (key, other)
 
 
 def test_language_detection_and_bad_files(tmp_path):
