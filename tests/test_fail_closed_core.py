@@ -111,9 +111,9 @@ def test_the_repair_prompts_state_the_rule():
 
     en = load_prompts("en").texts["REPAIR"]
     assert "exactly as invalid_output states them" in en and "is rejected" in en
-    assert "leaves missing, empty or null may not be supplied" in en  # issue 19: absent identifiers stay absent
+    assert "leaves missing, empty or null may not be supplied" in en
     zh = load_prompts("zh").texts["REPAIR"]
-    assert "action_id 与 object_id 必须逐字保留" in zh and "（缺失、为空或为 null）不得补上" in zh
+    assert "invalid_output 写出的 action_id 与 object_id 必须逐字保留" in zh and "不得补上" in zh
 
 
 @st.composite
