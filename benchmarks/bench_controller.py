@@ -20,7 +20,15 @@ figure measured elsewhere:
    proposal payload each time, which deciding stored outputs does not need).  The rows whose published decision
    agrees with the kit's (final path) are counted, as a check that both did the same job.
 
+With ``--instructions`` it also counts **instructions per decision** under ``valgrind --tool=cachegrind`` (which
+do not depend on the machine's load): each workload runs in a fresh interpreter under cachegrind twice, with zero
+and with ``--instruction-passes`` passes after the same set-up and warm-up pass, and the difference is divided by
+the decisions made.  Targets (issue 19): ``decide`` at least 3.5× the published controller side by side, and at
+most 25,000 instructions per decision.  There is no absolute-rate target: decisions per second depend on the machine
+and its load.
+
     .venv/bin/python benchmarks/bench_controller.py [--artifact DIR] [--published-src DIR] [--repeat 18]
+                                                    [--instructions [--instruction-passes 4]]
 """
 
 from __future__ import annotations
@@ -28,7 +36,10 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import re
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -39,8 +50,8 @@ from routebr_kit.core.controller import ControllerOptions
 from routebr_kit.runs.replay import replay_rows
 from routebr_kit.store.artifact import Artifact
 
-TARGET_RATE = 600_000  # issue 11's absolute target for decide (a target, not a measurement)
-TARGET_RATIO = 4.0  # issue 11: "about 4× the published controller measured side by side"
+TARGET_RATIO = 3.5  # issue 19: decide at least 3.5× the published controller, measured side by side
+TARGET_INSTRUCTIONS = 25_000  # issue 19: at most this many instructions per decision (cachegrind)
 
 
 def workload(artifact: Artifact) -> list[tuple]:
@@ -140,6 +151,43 @@ def published_workload(artifact: Artifact, src: Path) -> tuple[Callable[[], Any]
     return one_pass, len(jobs), agree
 
 
+def _worker(args: argparse.Namespace) -> None:
+    """``--worker NAME``: set up one workload, run one warm-up pass, then ``--instruction-passes`` passes (for
+    cachegrind; prints nothing)."""
+    artifact = Artifact(args.artifact)
+    if args.worker == "decide":
+        items = workload(artifact)
+
+        def one_pass() -> None:
+            for decide, request, output in items:
+                decide(request, output)
+    else:
+        one_pass = published_workload(artifact, args.published_src)[0]
+    one_pass()
+    for _ in range(args.instruction_passes):
+        one_pass()
+
+
+def instructions_per_decision(args: argparse.Namespace, name: str, rows: int) -> float | None:
+    """Instructions per decision of workload ``name`` under cachegrind (``None`` without valgrind)."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None
+    counts = []
+    for passes in (0, args.instruction_passes):
+        command = [valgrind, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                   sys.executable, __file__, "--worker", name, "--instruction-passes", str(passes),
+                   "--artifact", str(args.artifact)]
+        if args.published_src is not None:
+            command += ["--published-src", str(args.published_src)]
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+        if found is None:
+            raise RuntimeError(f"no instruction count in cachegrind's output: {done.stderr[-300:]}")
+        counts.append(int(found.group(1).replace(",", "")))
+    return (counts[1] - counts[0]) / (args.instruction_passes * rows)
+
+
 def main() -> None:
     default = Path(__file__).resolve().parents[1].parent / "shared" / "routebr_artifact"
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -148,7 +196,14 @@ def main() -> None:
                         help="src/ of a checkout of the published RouteBR repository (measured side by side)")
     parser.add_argument("--repeat", type=int, default=18, help="interleaved repetitions")
     parser.add_argument("--inner", type=int, default=3, help="passes over the rows per repetition and workload")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count instructions per decision under valgrind --tool=cachegrind")
+    parser.add_argument("--instruction-passes", type=int, default=4, help="passes counted under cachegrind")
+    parser.add_argument("--worker", choices=("decide", "published"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker is not None:
+        _worker(args)
+        return
 
     artifact = Artifact(args.artifact)
     items = workload(artifact)
@@ -183,8 +238,18 @@ def main() -> None:
         ratio = statistics.median(d / p for d, p in zip(decide, rates["published controller (route)"]))
         print(f"published controller: same final path on {agree}/{len(items)} rows; target ≥ {TARGET_RATIO:g}× "
               f"the published controller — {'met' if ratio >= TARGET_RATIO else 'not met'} ({ratio:.2f}×)")
-    print(f"target: ≥ {TARGET_RATE:,} decisions/s — {'met' if median >= TARGET_RATE else 'not met'} "
-          f"(best repetition {max(decide):,.0f})")
+    if args.instructions:
+        mine = instructions_per_decision(args, "decide", len(items))
+        if mine is None:
+            print("instructions per decision: not measured (valgrind not found)")
+        else:
+            verdict = "met" if mine <= TARGET_INSTRUCTIONS else "not met"
+            line = f"instructions per decision (cachegrind): decide {mine:,.0f}; target ≤ {TARGET_INSTRUCTIONS:,} — " \
+                   f"{verdict}"
+            if args.published_src is not None:
+                theirs = instructions_per_decision(args, "published", len(items))
+                line += f"; published route {theirs:,.0f} ({theirs / mine:.2f}× decide's)"
+            print(line)
     print(f"{median:,.0f} decisions/s")
 
 

@@ -1,4 +1,4 @@
-"""What the controller compiles when it is built, and the record builders of its hot path.
+"""What a controller compiles when it is built (``routebr_kit.core.compiled``), and the record builders of its hot path.
 
 * ``PolicyEngine.decision_table``: the state gate as a table over every state a boolean schema admits — equal to
   ``first_match`` on every admitted state (hypothesis, random programs), absent whenever the schema's states are not
@@ -6,24 +6,27 @@
 * ``StateSchema.key``: the fast validity test — a key exactly for a valid state of a fast-kind schema;
 * ``gate_emissions``: the gates' one statement, equal to the reference Algorithm 1 by construction of the
   controller (``tests/test_decide_fast_path.py``) and pinned here case by case;
-* ``record_builder``: records equal to, and as frozen as, the dataclass constructors';
+* ``new_proposal`` / ``new_decision``: records equal to, and as frozen as, the dataclass constructors';
 * interned identifiers where the hot path looks them up (state field names, action and candidate IDs).
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import itertools
 import json
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import routebr_kit as rk
-from routebr_kit.core.controller import ControllerOptions, Decision, DecisionContext, _new_decision, gate_emissions
-from routebr_kit.core.records import new_proposal, record_builder
+from routebr_kit.core import compiled
+from routebr_kit.core.compiled import new_decision, new_proposal
+from routebr_kit.core.controller import ControllerOptions, Decision, DecisionContext, gate_emissions
 from routebr_kit.core.rules import first_match
 from routebr_kit.store.artifact import Artifact
 
@@ -83,9 +86,9 @@ def test_no_table_when_the_states_are_not_a_small_finite_set():
 
 def test_the_published_program_compiles(routebr_artifact):
     controller = Artifact(routebr_artifact).assets.controller(ControllerOptions())
-    assert all(plan.table is not None and len(plan.table) == 256 for plan in controller._plans.values())
+    assert all(plan.table is not None and len(plan.table) == 256 for plan in controller.tables.plans.values())
     a_state = controller.with_options(enforce_state=False)  # an unchecked state is never looked up in a table
-    assert all(plan.table is None for plan in a_state._plans.values())
+    assert all(plan.table is None for plan in a_state.tables.plans.values())
 
 
 # ------------------------------------------------------------------------------------------ state keys
@@ -145,7 +148,7 @@ def test_builders_make_the_same_frozen_records():
     context = DecisionContext(rk.AssetHashes("c", "r"), ControllerOptions())
     rule = rk.rule("R", 1, "*", {}, "ALLOW")
     proposal = new_proposal("A", "O", ("A",))
-    built = _new_decision("Q", T.DISPATCH, "A", "O", OK, context, proposal, rule, OR.RESOLVED, {"x": 1}, None)
+    built = new_decision("Q", T.DISPATCH, "A", "O", OK, context, proposal, rule, OR.RESOLVED, {"x": 1}, None)
     made = Decision("Q", T.DISPATCH, "A", "O", OK, context, rk.Proposal("A", "O", ("A",)), rule, OR.RESOLVED,
                     {"x": 1}, None)
     assert type(built) is Decision and type(proposal) is rk.Proposal
@@ -159,29 +162,32 @@ def test_builders_make_the_same_frozen_records():
             delattr(record, name)
 
 
-def test_record_builder_refuses_records_whose_init_does_more_than_store():
-    @dataclasses.dataclass(frozen=True, slots=True)
-    class Checked:
-        a: int
-
-        def __post_init__(self) -> None:
-            pass
-
-    @dataclasses.dataclass(slots=True)
-    class Mutable:
-        a: int
+def test_the_drafts_mirror_the_records_and_a_changed_record_is_refused():
+    """The builders' drafts have exactly the records' fields (checked on import); a record they no longer mirror is a
+    TypeError, not a silently half-built record."""
+    assert compiled._ProposalDraft.__slots__ == tuple(f.name for f in dataclasses.fields(rk.Proposal))
+    assert compiled._DecisionDraft.__slots__ == tuple(f.name for f in dataclasses.fields(Decision))
 
     @dataclasses.dataclass(frozen=True, slots=True)
-    class Factory:
-        a: list = dataclasses.field(default_factory=list)
+    class Wider:
+        action_id: str
+        object_id: str
+        topk: tuple
+        extra: int = 0
 
-    @dataclasses.dataclass(frozen=True)
-    class NoSlots:
-        a: int
+    with pytest.raises(TypeError):
+        compiled._check_draft(compiled._ProposalDraft, Wider)
 
-    for cls in (Checked, Mutable, Factory, NoSlots):
-        with pytest.raises(TypeError):
-            record_builder(cls)
+
+def test_the_core_generates_no_code():
+    """No ``exec``/``eval``/``compile`` and no three-argument ``type(...)`` anywhere in the controller core."""
+    found = []
+    for path in sorted(Path(compiled.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
+                    node.func.id in ("exec", "eval", "compile") or (node.func.id == "type" and len(node.args) == 3)):
+                found.append(f"{path.name}:{node.lineno}")
+    assert found == []
 
 
 # ------------------------------------------------------------------------------------------ interning
@@ -191,8 +197,10 @@ def test_identifiers_are_interned():
     """State field names, catalog action IDs and candidate IDs are interned where the hot path looks them up."""
     state = rk.RuntimeState(json.loads('{"flag": true}'))
     other = rk.RuntimeState(json.loads('{"flag": false}'))
-    assert next(iter(state._data)) is next(iter(other._data))
+    assert next(iter(state.values)) is next(iter(other.values))
     catalog = rk.Catalog((rk.CatalogAction("".join(["A", "1"]), "s", "d", ()),))
-    assert next(iter(catalog._contracts)) is sys.intern("A1")
+    assert next(iter(catalog.index)) is sys.intern("A1")
+    controller = rk.Controller(catalog, rk.PolicyEngine([rk.rule("R", 1, "*", {}, "ALLOW")], catalog.ids))
+    assert next(iter(controller.tables.plans)) is sys.intern("A1")
     request = rk.RouteRequest("Q", "t", (), state, (rk.Entity("".join(["E", "9"]), "T", "e"),))
-    assert next(iter(request._candidates)) is sys.intern("E9")
+    assert next(iter(request.candidate_index)) is sys.intern("E9")

@@ -189,9 +189,15 @@ def test_repair_that_changes_the_object_fails_closed():
     assert [e.code for e in d.repair_errors] == [C.REPAIR_CHANGED_OBJECT]
 
 
-def test_repair_may_supply_an_object_the_first_reply_never_reached():
+def test_repair_may_not_supply_an_object_the_first_reply_never_reached():
+    """Issue 19: a first reply that breaks off before its object gives none; the repair may say UNRESOLVED (and the
+    object gate then clarifies) but not name an object."""
     d = controller().route(request(), scripted('{"action_id": "A1_ADVISORY", "obj', repair=[proposal()]))
-    assert d.dispatched and d.repair_attempted
+    assert d.reason is R.FAIL_CLOSED_REPAIR_CHANGED_PROPOSAL and d.repair_attempted and not d.dispatched
+    assert [e.code for e in d.repair_errors] == [C.REPAIR_ADDED_OBJECT]
+    d = controller().route(request(), scripted('{"action_id": "A1_ADVISORY", "obj',
+                                               repair=[proposal(A1, "UNRESOLVED")]))
+    assert d.terminal is rk.Terminal.CLARIFY and d.reason is R.OBJECT_UNRESOLVED and d.repair_attempted
 
 
 def test_no_repair_is_asked_for_when_the_first_reply_exposes_no_action():

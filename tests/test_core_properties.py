@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import routebr_kit as rk
-from routebr_kit.core.contract import check_proposal, clean_proposal
+from routebr_kit.core.contract import check_proposal
 
 ACTIONS = list(CATALOG.ids)
 OBJECTS = ["P_ALPHA", "P_BETA", "ACC_1", "SVC_1", "UNRESOLVED", "NONE", "OUTSIDE", ""]
@@ -83,7 +83,7 @@ def test_fast_path_accepts_exactly_what_the_three_phases_accept(first):
     if not isinstance(first, dict):
         return
     candidates = request().candidate_index
-    fast = clean_proposal(first, CATALOG, candidates)
+    fast = rk.Controller(CATALOG, POLICY).tables.clean_proposal(first, candidates)
     parsed, _ = rk.parse_output(first)
     from routebr_kit.core.contract import check_action, check_object, check_topk
 

@@ -1,25 +1,34 @@
-"""``Controller.decide``'s fast path against a plain reference implementation of Algorithm 1.
+"""``Controller.decide`` (compiled tables for the clean case) against Algorithm 1 step by step and against a plain
+reference implementation, for every Python value an output can be.
 
-The reference below is written from the records' public API only: the contract's three phases one by one
-(``parse_output``, ``check_action``, ``check_topk``, ``check_object`` — not ``clean_proposal`` nor
-``check_proposal``'s shortcut), the state schema's ``check`` on a plain dict, first-match by
-``PolicyEngine.matching`` (``Condition.holds``, not the compiled chains), and ``Decision(...)`` built by its
-dataclass constructor.  Hypothesis draws random catalogs, rule programs, entity lists, states (valid, mistyped,
-missing, non-finite), options and first/repair outputs (clean, invalid, JSON text, junk), and the controller's
-decision must equal the reference's — as a record, as ``as_dict()`` and as ``trace()``.
+The reference below is written from the records' public API only: the output read once by this module's own
+``plain`` (a JSON value: exact ``str``/``int``/``float``, ``dict``, ``list``; nothing below the contract's depth
+bound), the contract's three phases one by one (``parse_output``, ``check_action``, ``check_topk``,
+``check_object``), the state schema's ``check`` on a plain dict, first-match by ``PolicyEngine.matching``
+(``Condition.holds``, not the compiled chains), and ``Decision(...)`` built by its dataclass constructor.
+Hypothesis draws random catalogs, rule programs, entity lists, states (valid, mistyped, missing, non-finite),
+options and first/repair outputs (clean, invalid, JSON text, junk) and then *disguises* each output: every
+mapping as a ``dict``, ``OrderedDict``, ``MappingProxyType``, ``dict`` subclass, ``UserDict`` or a ``Mapping``
+whose values change after the first read; every string as itself, a ``str`` subclass, ``numpy.str_`` or a ``str``
+subclass whose ``==`` always holds; every list as a list, a list subclass or a tuple; numbers as ``int``/``float``
+subclasses.  ``decide``, the general protocol and ``route`` must all give the reference's decision on the
+output's single read — as a record, as ``as_dict()`` and as ``trace()``.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import fields
+from collections import OrderedDict, UserDict
+from collections.abc import Mapping
 from types import MappingProxyType
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import routebr_kit as rk
 from routebr_kit.core.contract import (
+    OpaqueValue,
     anchor_errors,
     check_action,
     check_object,
@@ -27,21 +36,36 @@ from routebr_kit.core.contract import (
     guard_repair,
     held_identifiers,
     parse_output,
+    snapshot,
 )
-from routebr_kit.core.controller import (
-    NO_REPAIR,
-    ContractLog,
-    DecisionContext,
-    OneCallRouter,
-    _new_decision,
-)
-from routebr_kit.core.records import new_proposal
+from routebr_kit.core.controller import NO_REPAIR, ContractLog, DecisionContext, OneCallRouter
+from routebr_kit.core.strict_json import exceeds_depth
 
 ACTIONS = ("A0", "A1", "A2", "A3")
 TYPES = ("T1", "T2", "T3")
 ENTITY_IDS = ("E0", "E1", "E2", "E3")
 
 # ------------------------------------------------------------------------------------------ reference
+
+
+MAX_DEPTH = 32  # the contract's bound: a container at level 33 is read as empty (nothing below it matters)
+
+
+def plain(value, level: int = 1):
+    """This test's own single read of an output as a JSON value (no cycles in what the strategies draw)."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, str):
+        return "".join([value])  # an exact str of the same characters, whatever the subclass's ``==`` says
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, Mapping):
+        return {} if level > MAX_DEPTH else {plain(k): plain(v, level + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [] if level > MAX_DEPTH else [plain(v, level + 1) for v in value]
+    raise AssertionError(f"the strategies draw no {type(value)}")
 
 
 def _contract(raw, catalog, candidates):
@@ -66,7 +90,9 @@ class _Checked:
 
 
 def reference_decide(controller: rk.Controller, request: rk.RouteRequest, first, repair=NO_REPAIR) -> rk.Decision:
-    """Algorithm 1 on stored outputs, step by step."""
+    """Algorithm 1 on stored outputs, step by step, on their single read (``plain``)."""
+    first = plain(first)
+    repair = repair if repair is NO_REPAIR else plain(repair)
     options, catalog, policy = controller.options, controller.catalog, controller.policy
     context = DecisionContext(controller.hashes, options)
     rid, fallback = request.request_id, options.fallback
@@ -262,11 +288,110 @@ def scenarios(draw):
     return controller, request, draw(some_output), repair
 
 
+# ------------------------------------------------------------------------------------------ disguises
+
+
+class StrSub(str):
+    pass
+
+
+class AlwaysEqual(str):
+    """A str whose ``==`` always holds and ``!=`` never does (same hash: a dict still finds it by its text)."""
+
+    __hash__ = str.__hash__
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+
+class IntSub(int):
+    pass
+
+
+class ListSub(list):
+    pass
+
+
+class DictSub(dict):
+    pass
+
+
+class ChangingMapping(Mapping):
+    """A mapping whose every value is ``first[key]`` on its first read and ``later[key]`` (or junk) afterwards."""
+
+    def __init__(self, first: dict, later: dict) -> None:
+        self._first, self._later, self._reads = first, later, set()
+
+    def __getitem__(self, key):
+        if key not in self._first:
+            raise KeyError(key)
+        if key in self._reads:
+            return self._later.get(key, ["changed"])
+        self._reads.add(key)
+        return self._first[key]
+
+    def __iter__(self):
+        return iter(self._first)
+
+    def __len__(self):
+        return len(self._first)
+
+
+STRINGS = (str, StrSub, np.str_, AlwaysEqual)
+KEYS = (str, StrSub, np.str_, AlwaysEqual)  # (AlwaysEqual keeps str's hash: its ``==`` runs only on equal hashes)
+SEQUENCES = (list, ListSub, tuple)
+MAPPINGS = ("dict", "OrderedDict", "MappingProxyType", "DictSub", "UserDict", "changing")
+LATER = {"action_id": "A0", "object_id": rk.UNRESOLVED, "topk": ["A0"]}  # what a second read would see
+
+
+def _recipe(draw, value):
+    """A builder of fresh disguised copies of ``value`` (fresh: a changing mapping's first read happens once)."""
+    if isinstance(value, bool) or value is None:
+        return lambda: value
+    if isinstance(value, str):
+        kind = draw(st.sampled_from(STRINGS))
+        return lambda: kind(value)
+    if isinstance(value, int):
+        kind = draw(st.sampled_from((int, IntSub)))
+        return lambda: kind(value)
+    if isinstance(value, float):
+        kind = draw(st.sampled_from((float, np.float64)))
+        return lambda: kind(value)
+    if isinstance(value, Mapping):
+        keys = [(draw(st.sampled_from(KEYS)), k) for k in value]
+        items = [(key, _recipe(draw, v)) for key, v in zip(keys, value.values())]
+        wrap = draw(st.sampled_from(MAPPINGS))
+
+        def build():
+            built = {kind(k): make() for (kind, k), make in items}
+            if wrap == "changing":
+                return ChangingMapping(built, LATER)
+            return {"dict": dict, "OrderedDict": OrderedDict, "MappingProxyType": MappingProxyType,
+                    "DictSub": DictSub, "UserDict": UserDict}[wrap](built)
+        return build
+    items = [_recipe(draw, v) for v in value]
+    kind = draw(st.sampled_from(SEQUENCES))
+    return lambda: kind(make() for make in items)
+
+
+@st.composite
+def disguises(draw, value):
+    return _recipe(draw, value)
+
+
 def _same(decision: rk.Decision, expected: rk.Decision) -> None:
     assert decision == expected
     assert decision.as_dict() == expected.as_dict()
     assert decision.trace() == expected.trace()
     assert decision.legacy_reason_codes == expected.legacy_reason_codes
+
+
+def _route(controller: rk.Controller, request: rk.RouteRequest, first, repair) -> rk.Decision:
+    backend = rk.backends.ScriptedBackend({rk.Stage.ROUTEBR: [first], rk.Stage.REPAIR_ROUTEBR: [repair]})
+    return controller.route(request, backend)
 
 
 # ------------------------------------------------------------------------------------------ properties
@@ -279,12 +404,40 @@ def test_decide_equals_the_reference_algorithm(scenario):
     _same(controller.decide(request, first, repair), reference_decide(controller, request, first, repair))
 
 
+@settings(max_examples=500, deadline=None)
+@given(scenarios(), st.data())
+def test_no_value_decides_otherwise_than_its_single_read(scenario, data):
+    """Issue 19, bullet 3: for every disguise of an output (subclasses, numpy strings, ordered, read-only, user and
+    changing mappings, tuples), ``decide``, the general protocol and ``route`` all give the reference's decision on
+    the output's single read."""
+    controller, request, first, repair = scenario
+    first_copy = data.draw(disguises(first))
+    repair_copy = (lambda: NO_REPAIR) if repair is NO_REPAIR else data.draw(disguises(repair))
+    expected = reference_decide(controller, request, first, repair)
+    _same(controller.decide(request, first_copy(), repair_copy()), expected)
+    _same(OneCallRouter.decide(controller, request, first_copy(), repair_copy()), expected)
+    if repair is not NO_REPAIR:
+        _same(_route(controller, request, first_copy(), repair_copy()), expected)
+
+
+@settings(max_examples=300, deadline=None)
+@given(scenarios(), st.data())
+def test_fast_path_equals_the_general_protocol(scenario, data):
+    """The compiled tables change speed only: Algorithm 1 step by step gives the same record, on every disguise."""
+    controller, request, first, repair = scenario
+    first_copy = data.draw(disguises(first))
+    repair_copy = (lambda: NO_REPAIR) if repair is NO_REPAIR else data.draw(disguises(repair))
+    _same(controller.decide(request, first_copy(), repair_copy()),
+          OneCallRouter.decide(controller, request, first_copy(), repair_copy()))
+
+
 @settings(max_examples=300, deadline=None)
 @given(scenarios())
-def test_fast_path_equals_the_general_protocol(scenario):
-    """The dict shortcut in ``Controller.decide`` changes speed only: the generic protocol gives the same record."""
+def test_decide_stepwise_is_algorithm_1_and_equals_decide(scenario):
     controller, request, first, repair = scenario
-    _same(controller.decide(request, first, repair), OneCallRouter.decide(controller, request, first, repair))
+    stepwise = controller.decide_stepwise(request, first, repair)
+    _same(stepwise, OneCallRouter.decide(controller, request, first, repair))
+    _same(controller.decide(request, first, repair), stepwise)
 
 
 @settings(max_examples=300, deadline=None)
@@ -298,6 +451,43 @@ def test_decide_is_repeatable_and_does_not_keep_verdicts(scenario):
     other.decide(request, first, repair)
     _same(controller.decide(request, first, repair), expected)
     _same(controller.decide(request, first, repair), expected)
+
+
+# ------------------------------------------------------------------------------------------ the issue's examples
+
+ISSUE_CATALOG = rk.Catalog((rk.CatalogAction("A1_ADVISORY", "a", "a", ("ETF",)),
+                            rk.CatalogAction("A5_PROTECTED_ACTION", "p", "p", ("ETF",))))
+ISSUE_POLICY = rk.PolicyEngine([rk.rule("R060", 70, ["A5_PROTECTED_ACTION"], {"action_permission": False}, "REJECT"),
+                                rk.rule("R999", 999, "*", {}, "ALLOW")], ISSUE_CATALOG.ids)
+ISSUE_REQUEST = rk.RouteRequest("Q", "t", (), rk.RuntimeState({"action_permission": True}),
+                                (rk.Entity("SSE:510050", "ETF", "50ETF"),))
+
+
+def test_a_numpy_string_decides_the_same_in_a_dict_and_an_ordered_dict():
+    controller = rk.Controller(ISSUE_CATALOG, ISSUE_POLICY)
+    raw = {"action_id": "A1_ADVISORY", "object_id": "SSE:510050", "topk": [np.str_("A1_ADVISORY")]}
+    as_dict, as_ordered = controller.decide(ISSUE_REQUEST, raw), controller.decide(ISSUE_REQUEST, OrderedDict(raw))
+    plain_dict = controller.decide(ISSUE_REQUEST, {**raw, "topk": ["A1_ADVISORY"]})
+    assert as_dict == as_ordered == plain_dict and as_dict.reason is rk.ReasonCode.DISPATCH_OK
+    assert type(as_dict.topk[0]) is str and type(as_dict.first_output["topk"][0]) is str
+
+
+def test_a_mapping_that_changes_between_reads_is_decided_on_its_first_read():
+    controller = rk.Controller(ISSUE_CATALOG, ISSUE_POLICY)
+    rejected = {"action_id": "A5_PROTECTED_ACTION", "object_id": "NOT_A_CANDIDATE", "topk": ["A5_PROTECTED_ACTION"]}
+    accepted = {"action_id": "A5_PROTECTED_ACTION", "object_id": "SSE:510050", "topk": ["A5_PROTECTED_ACTION"]}
+    d = controller.decide(ISSUE_REQUEST, ChangingMapping(rejected, accepted))
+    assert d.reason is rk.ReasonCode.FAIL_CLOSED_INVALID_OUTPUT and not d.dispatched
+    assert d.first_output == rejected
+    d = controller.decide(ISSUE_REQUEST, ChangingMapping(accepted, rejected))
+    assert d.dispatched and d.first_output == accepted
+
+
+def test_a_string_whose_equality_always_holds_is_compared_by_its_text():
+    controller = rk.Controller(ISSUE_CATALOG, ISSUE_POLICY)
+    raw = {"action_id": "A1_ADVISORY", "object_id": "SSE:510050", "topk": [AlwaysEqual("A5_PROTECTED_ACTION")]}
+    assert controller.decide(ISSUE_REQUEST, raw).reason is rk.ReasonCode.FAIL_CLOSED_INVALID_OUTPUT
+    assert controller.decide(ISSUE_REQUEST, raw) == controller.decide(ISSUE_REQUEST, OrderedDict(raw))
 
 
 def test_the_fast_path_is_taken_on_a_clean_dict():
@@ -321,18 +511,116 @@ def test_the_fast_path_is_taken_on_a_clean_dict():
     assert len(calls) == 1
 
 
-def test_fast_record_builders_set_every_field():
-    """The hot path's builders make records equal to the dataclass constructors' (and cover every field)."""
-    assert tuple(f.name for f in fields(rk.Proposal)) == ("action_id", "object_id", "topk")
-    proposal = new_proposal("A", "O", ("A", "B"))
-    assert proposal == rk.Proposal("A", "O", ("A", "B")) and type(proposal) is rk.Proposal
-    context = DecisionContext(rk.AssetHashes("c", "r"), rk.ControllerOptions())
-    rule = rk.rule("R", 1, "*", {}, "ALLOW")
-    log = ContractLog((), True, "x")
-    fast = _new_decision("Q", rk.Terminal.DISPATCH, "A", "O", rk.ReasonCode.DISPATCH_OK, context, proposal, rule,
-                         rk.ObjectResolution.RESOLVED, {"raw": 1}, log)
-    slow = rk.Decision("Q", rk.Terminal.DISPATCH, "A", "O", rk.ReasonCode.DISPATCH_OK, context, proposal, rule,
-                       rk.ObjectResolution.RESOLVED, {"raw": 1}, log)
-    assert fast == slow and fast.as_dict() == slow.as_dict() and hash(fast.request_id) == hash(slow.request_id)
-    for name in (f.name for f in fields(rk.Decision)):
-        assert getattr(fast, name) == getattr(slow, name)
+# ------------------------------------------------------------------------------------------ the single read itself
+
+
+json_like = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(json_like | st.builds(_deep, st.integers(28, 36)), st.data())
+def test_snapshot_is_the_plain_single_read(value, data):
+    """``snapshot`` of any disguise is this module's ``plain`` of the original: exact types all the way down,
+    idempotent, and nothing deeper than the bound is kept."""
+    copy = data.draw(disguises(value))
+    taken = snapshot(copy())
+    assert taken == plain(value) and snapshot(taken) == taken
+
+    def exact(v):
+        if isinstance(v, dict):
+            return type(v) is dict and all(type(k) is str and exact(x) for k, x in v.items())
+        if isinstance(v, list):
+            return type(v) is list and all(exact(x) for x in v)
+        return type(v) in (str, int, float, bool, type(None))
+    assert exact(taken)
+
+
+class Unreadable(Mapping):
+    def __getitem__(self, key):
+        raise RuntimeError("no")
+
+    def __iter__(self):
+        return iter(["action_id"])
+
+    def __len__(self):
+        return 1
+
+
+class Faker:
+    """An object that claims to be a dict (``isinstance`` trusts ``__class__``)."""
+
+    @property
+    def __class__(self):
+        return dict
+
+
+def test_snapshot_of_values_that_are_not_json():
+    assert snapshot({"a": b"x", "b": {1, 2}, "c": Faker()})["a"] == OpaqueValue("bytes", "b'x'")
+    assert type(snapshot({"b": {1, 2}})["b"]) is OpaqueValue and type(snapshot(Faker())) is OpaqueValue
+    assert snapshot({1: "x"}) == OpaqueValue("dict", "{1: 'x'}")  # a key that is not a string: not a JSON object
+    assert type(snapshot({"x": Unreadable()})["x"]) is OpaqueValue
+    controller = rk.Controller(ISSUE_CATALOG, ISSUE_POLICY)
+    for raw in ({1: "x"}, Unreadable(), Faker(), b'{"action_id": "A1_ADVISORY"}', {"action_id": Faker()}):
+        d = controller.decide(ISSUE_REQUEST, raw)  # never raises, always fail-closed
+        assert d.fallback and d == controller.decide_stepwise(ISSUE_REQUEST, raw)
+        json.dumps(d.as_dict(), ensure_ascii=False).encode("utf-8")
+
+
+def test_snapshot_reads_each_container_once_and_keeps_cycles_out():
+    reads = []
+
+    class Counting(Mapping):
+        def __init__(self, data):
+            self.data = data
+
+        def __getitem__(self, key):
+            reads.append(key)
+            return self.data[key]
+
+        def __iter__(self):
+            return iter(self.data)
+
+        def __len__(self):
+            return len(self.data)
+
+    shared = Counting({"k": "v"})
+    assert snapshot({"a": shared, "b": [shared, shared]}) == {"a": {"k": "v"}, "b": [{"k": "v"}, {"k": "v"}]}
+    assert reads == ["k"]
+    loop: dict = {"action_id": "A1_ADVISORY"}
+    loop["self"] = loop
+    loop["again"] = loop  # two ways round the cycle: copied level by level, linear in the depth bound
+    taken = snapshot(loop)
+    assert exceeds_depth(taken, MAX_DEPTH) and rk.parse_output(loop)[1][0].code is rk.ContractErrorCode.NESTING_TOO_DEEP
+    level, node = 1, taken
+    while node:
+        node, level = node["self"], level + 1
+    assert level == MAX_DEPTH + 1  # the container at level 33 is copied empty
+
+
+def test_deciding_runs_no_code_of_the_output():
+    """A key or value whose ``==``, ``hash`` or ``__str__`` would run code is read by identity and characters only."""
+    calls = []
+
+    class Loud(str):
+        __hash__ = str.__hash__
+
+        def __eq__(self, other):
+            calls.append("eq")
+            return True
+
+        def __ne__(self, other):
+            calls.append("ne")
+            return False
+
+        def __str__(self):
+            calls.append("str")
+            return "A5_PROTECTED_ACTION"
+
+    controller = rk.Controller(ISSUE_CATALOG, ISSUE_POLICY)
+    raw = {Loud("action_id"): Loud("A1_ADVISORY"), "object_id": Loud("SSE:510050"), "topk": [Loud("A1_ADVISORY")]}
+    d = controller.decide(ISSUE_REQUEST, raw)
+    assert calls == [] and d.dispatched and d.strict_path == "A1_ADVISORY@SSE:510050"
+    assert type(next(iter(d.first_output))) is str and type(d.action_id) is str

@@ -19,6 +19,7 @@ import routebr_kit as rk
 from routebr_kit.core.contract import held_identifiers
 from routebr_kit.core.state import StateErrorCode, StateSchema
 from routebr_kit.core.strict_json import JsonIssue, StrictJsonError, strict_loads
+from routebr_kit.systems.baselines import DirectBaseline
 
 C = rk.ContractErrorCode
 R = rk.ReasonCode
@@ -244,6 +245,53 @@ def test_a_proposal_of_depth_32_is_still_accepted_and_33_is_not():
     too_deep = {**proposal(), "extra": _nested(32)}
     assert not controller().decide(request(), too_deep).dispatched
     assert not controller().decide(request(), json.dumps(too_deep)).dispatched
+
+
+# ---------------------------------------------------------------------------------------- records are UTF-8
+
+#: Text with lone surrogates (what a JSON ``\\ud800`` escape decodes to) among ordinary characters.
+surrogate_text = st.text(st.characters(min_codepoint=0xD7F0, max_codepoint=0xE010) | st.sampled_from("aé中\n"),
+                         min_size=1, max_size=6)
+
+
+def _encodable(record) -> None:
+    json.dumps(record, ensure_ascii=False).encode("utf-8")  # raises UnicodeEncodeError on a lone surrogate
+
+
+@settings(max_examples=300, deadline=None)
+@given(field=st.sampled_from(["action_id", "object_id", "topk", "note", "key"]), text=surrogate_text,
+       as_text=st.booleans(), repair=st.booleans())
+def test_every_record_is_utf8_encodable(field, text, as_text, repair):
+    """Issue 19, bullet 8: a lone surrogate anywhere in a reply (a value, a key, the text) leaves ``as_dict()`` and
+    ``trace()`` encodable, for RouteBR and for B1/B2."""
+    raw = {**proposal(), field: [text] if field == "topk" else text} if field != "key" else {**proposal(), text: 1}
+    raw = json.dumps(raw, ensure_ascii=False) if as_text else raw
+    again = json.dumps(proposal()) if repair else rk.core.controller.NO_REPAIR
+    for d in (controller().decide(request(), raw, again), controller().route(request(), scripted(raw, repair=[raw])),
+              DirectBaseline(CATALOG, POLICY, guard=True).decide(request(), raw)):
+        _encodable(d.as_dict())
+        if isinstance(d, rk.Decision):
+            for event in d.trace():
+                (event.outcome + event.detail).encode("utf-8")
+
+
+def test_records_escape_lone_surrogates_as_the_writer_does():
+    """One escaping rule: the writer's ``escape_surrogates`` is the core's, and a record holds exactly its result."""
+    from routebr_kit.core.strict_json import escape_surrogates
+    from routebr_kit.store import redact
+
+    assert redact.escape_surrogates is escape_surrogates
+    text = "a\ud800b\udfffc"
+    assert escape_surrogates(text) == "a\\ud800b\\udfffc" == redact.csv_cell(text)
+    assert redact.encode_json(text) == b'"a\\ud800b\\udfffc"\n'  # in JSON text: the escape, read back as `text`
+    d = controller().decide(request(), {**proposal(), "note": text})
+    assert d.as_dict()["first_output"]["note"] == escape_surrogates(text)
+    assert d.first_output["note"] == text  # the decision itself keeps the output as read
+    odd = rk.Entity("P_\udc80", "PRODUCT", "odd")  # a registry ID with a lone surrogate
+    req = rk.RouteRequest("T1", "u", (), rk.RuntimeState(STATE), (odd,))
+    d = controller().decide(req, proposal(A1, "P_\udc80", [A1]))
+    assert d.dispatched and d.as_dict()["object_id"] == "P_\\udc80" and "P_\\udc80" in d.as_dict()["strict_path"]
+    assert all("\ud800" not in e.detail and "\udc80" not in e.outcome + e.detail for e in d.trace())
 
 
 # ---------------------------------------------------------------------------------------- 6. state schema

@@ -31,6 +31,7 @@ from routebr_kit.backends.simulated import (
 )
 from routebr_kit.core.aio import run_sync
 from routebr_kit.core.calls import FailureKind, ModelCall
+from routebr_kit.core.contract import held_identifiers
 from routebr_kit.core.records import ReasonCode, Stage, Terminal
 from routebr_kit.evaluation.metrics import score
 from routebr_kit.experiments.screening import (
@@ -189,13 +190,20 @@ def test_first_pass_failures_and_the_single_repair(artifact, select, form, fixes
     controller = artifact.assets.controller()
     cases = select[:20]
     decisions = route_all(SimulatedBackend(profile, cases), cases, controller)
+    added = 0
     for case, d in zip(cases, decisions):
         assert not d.first_pass_valid and d.repair_attempted and d.calls == 2
-        if repaired:
+        if repaired and d.reason is ReasonCode.FAIL_CLOSED_REPAIR_CHANGED_PROPOSAL:
+            # cut off before its object: the simulated repair restores it, which a repair may not (issue 19)
+            assert not held_identifiers(d.first_output).object_ids and not d.dispatched
+            assert [e.code for e in d.repair_errors] == [rk.ContractErrorCode.REPAIR_ADDED_OBJECT]
+            added += 1
+        elif repaired:
             assert d.valid and d.final_path == case.gold.final_path
         else:
             assert d.reason is ReasonCode.FAIL_CLOSED_INVALID_OUTPUT and d.final_path == "T_CLARIFY"
             assert d.repair_output == d.first_output
+    assert added < len(cases) and (added > 0) == (form is FailureForm.TRUNCATED and repaired)
     codes = {e.code for d in decisions for e in d.first_errors}
     expected = {rk.ContractErrorCode.INVALID_JSON} if form.format_only else {
         rk.ContractErrorCode.OBJECT_REQUIRED, rk.ContractErrorCode.OBJECT_FREE_REQUIRES_NONE}

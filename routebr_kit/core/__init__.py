@@ -1,11 +1,22 @@
 """The RouteBR controller core — the online path only, standard library only.
 
-records → rules → contract → controller, plus the backend seam (calls), errors and hashing.  Loading assets from
+records → state → rules → contract (one read of an output, three phases, the repair guard) → decision (the
+records a controller emits) → compiled (Algorithm 1's clean case as tables) → controller (Algorithm 1, step by step),
+plus the backend seam (calls), errors, strict JSON and hashing.  Loading assets from
 files and the benchmark vocabulary live in :mod:`routebr_kit.store`.
 """
 
 from .calls import Backend, BackendFailure, FailureKind, ModelCall, ModelReply
-from .contract import ContractResult, HeldIdentifiers, check_proposal, guard_repair, held_identifiers, parse_output
+from .contract import (
+    ContractResult,
+    HeldIdentifiers,
+    OpaqueValue,
+    check_proposal,
+    guard_repair,
+    held_identifiers,
+    parse_output,
+    snapshot,
+)
 from .controller import NO_REPAIR, Controller, ControllerOptions, Decision, TraceEvent, TraceStep
 from .errors import ContractError, ContractErrorCode, DataError, ErrorCode, KitError
 from .records import (

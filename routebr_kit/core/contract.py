@@ -1,6 +1,10 @@
 """The proposal contract: ``{action_id, object_id, topk}`` against a closed catalog and a closed entity list.
 
-Validation runs in three phases and returns *every* violation as a :class:`ContractError` value:
+A model output is first **read once** (:func:`snapshot`): whatever Python value arrives — JSON text, a ``dict``, an
+``OrderedDict``, a ``MappingProxyType``, a ``Mapping`` whose values change between reads, ``str`` and ``list``
+subclasses such as ``numpy.str_`` — everything after works on one plain copy of it, so no later read can see
+something else.  Then validation runs in three phases and returns *every* violation as a :class:`ContractError`
+value:
 
 1. **parse** — a mapping passes; a string must be *strict* JSON for one object (a repeated key is
    ``DUPLICATE_KEY``, ``NaN``/``Infinity`` ``NON_FINITE_NUMBER``); anything else is ``NOT_AN_OBJECT``; either way
@@ -12,7 +16,7 @@ Validation runs in three phases and returns *every* violation as a :class:`Contr
 
 Any JSON value of any type, size or depth in any field yields errors, never an exception.  Extra keys are ignored
 (but count towards the depth bound).  The repair guard (below) holds a repair to the identifiers the first reply
-exposes, however malformed it is.
+gives, however malformed it is, and lets it add none.
 The same building blocks validate the B1/B2 one-call routes (:mod:`routebr_kit.systems.baselines`).
 """
 
@@ -26,13 +30,147 @@ from typing import Any
 
 from .errors import ContractError, short_repr
 from .errors import ContractErrorCode as C
-from .records import NONE, UNRESOLVED, Catalog, CatalogAction, Entity, Proposal, Stage, new_proposal
+from .records import NONE, OBJECT_SENTINELS, UNRESOLVED, Catalog, CatalogAction, Entity, Proposal, Stage
 from .strict_json import JsonIssue, StrictJsonError, exceeds_depth, strict_loads
 
-MAX_TOPK = 3  # (clean_proposal spells out the checks for three)
+MAX_TOPK = 3
 #: Deepest nesting a model output may have (a proposal needs 2: the object and its ``topk`` list).
 MAX_DEPTH = 32
 REPAIR_CONSTRAINT = "format-only repair; preserve semantic choice and closed IDs"
+#: How much of a value that is not JSON a snapshot keeps, as text (the same bound as a record's ``repr``).
+OPAQUE_CHARS = 1000
+
+
+# --------------------------------------------------------------------------------------------- one read
+
+
+@dataclass(frozen=True, slots=True)
+class OpaqueValue:
+    """What a snapshot holds in place of a value that is not JSON (bytes, a set, an arbitrary object, a mapping with
+    a key that is not a string, a mapping that fails to read): its type name and a bounded ``repr``, taken once.
+    Never a string, so never an identifier; a record shows it as its text."""
+
+    type_name: str
+    text: str
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _opaque(value: Any, text: str | None = None) -> OpaqueValue:
+    return OpaqueValue(type(value).__name__, text if text is not None else short_repr(value, OPAQUE_CHARS))
+
+
+def snapshot(raw: Any) -> Any:
+    """One read of a model output, as plain values: what the contract, the repair guard and the record all see.
+
+    * ``str`` (and any ``str`` subclass: ``numpy.str_``, a ``str`` enum) → an exact ``str`` of the same characters
+      (read with ``str.__str__``, so no overridden method runs); ``int`` and ``float`` subclasses likewise →
+      ``int`` / ``float``; ``None`` and ``bool`` as they are;
+    * any ``Mapping`` → a ``dict``, its ``items()`` iterated once, keys in that order; a key that is not a string, or
+      two keys that are the same string once made exact, make it an :class:`OpaqueValue` (not a JSON object);
+    * ``list``, its subclasses and ``tuple`` → a ``list`` (tuples are what a record writes as JSON arrays);
+    * an :class:`OpaqueValue` as it is; anything else → an :class:`OpaqueValue`.
+
+    Each container is read once, however often it occurs (held in two places, or holding itself), and copied down
+    to ``MAX_DEPTH + 1`` levels: a container at that level is copied empty, so the copy nests deeper than
+    :data:`MAX_DEPTH` exactly when the output does, has no cycle, and nothing below that level — which neither the
+    contract nor a record reads — is read.  Idempotent; equal to (not identical with: it is a copy) a plain value
+    no deeper than :data:`MAX_DEPTH`.  Never raises.
+    """
+    kind = type(raw)
+    if kind is str or raw is None or kind is bool or kind is int or kind is float or kind is OpaqueValue:
+        return raw
+    if kind is dict:  # the common case: an exact dict of exact strings and lists of them, read in C
+        plain: dict[str, Any] = {}
+        for key, value in raw.items():
+            value_kind = type(value)
+            if type(key) is not str:
+                break
+            if value_kind is str:
+                plain[key] = value
+            elif value_kind is list and all(type(item) is str for item in value):
+                plain[key] = value.copy()
+            else:
+                break
+        else:
+            return plain
+    read = _Read()
+    root = read.shell(raw, 1)
+    while read.pending:
+        target, items, level = read.pending.pop()
+        if type(target) is dict:
+            for key, value in items:
+                target[key] = read.shell(value, level)
+        else:
+            target.extend([read.shell(value, level) for value in items])
+    return root
+
+
+class _Read:
+    """The state of one :func:`snapshot`: each source container's items as read (by ``id``; the source is kept
+    alive, so its ``id`` cannot be reused meanwhile), its copy per nesting level, and the copies still to fill."""
+
+    __slots__ = ("items", "copies", "pending")
+
+    def __init__(self) -> None:
+        self.items: dict[int, tuple[Any, Any]] = {}
+        self.copies: dict[tuple[int, int], Any] = {}
+        self.pending: list[tuple[Any, list, int]] = []
+
+    def contents(self, value: Any) -> Any:
+        """The items of a mapping (``(key, value)`` pairs) or a sequence, read the first time only; an
+        :class:`OpaqueValue` when reading fails, a mapping key is not a (unique) string, or ``value`` is neither."""
+        found = self.items.get(id(value))
+        if found is None:
+            is_container = issubclass(type(value), (Mapping, list, tuple))
+            found = (value, _contents(value) if is_container else _opaque(value))
+            self.items[id(value)] = found
+        return found[1]
+
+    def shell(self, value: Any, level: int) -> Any:
+        """A plain scalar for ``value``, or a plain container (at nesting ``level``) whose items are queued on
+        ``pending`` — empty, with nothing read, at level ``MAX_DEPTH + 1``."""
+        kind = type(value)  # (the real type: ``isinstance`` would trust a faked ``__class__``)
+        if kind is str or value is None or kind is bool or kind is int or kind is float or kind is OpaqueValue:
+            return value
+        if issubclass(kind, str):
+            return str.__str__(value)
+        if issubclass(kind, int):  # (bool cannot be subclassed: this is an int subclass)
+            return int.__int__(value)
+        if issubclass(kind, float):
+            return float.__float__(value)
+        if not issubclass(kind, (Mapping, list, tuple)):
+            return self.contents(value)  # (an OpaqueValue, taken once)
+        copy = self.copies.get((id(value), level))
+        if copy is not None:
+            return copy
+        is_mapping = issubclass(kind, Mapping)
+        contents = [] if level > MAX_DEPTH else self.contents(value)
+        if type(contents) is OpaqueValue:
+            copy = contents
+        else:
+            copy = {} if is_mapping else []
+            if contents:
+                self.pending.append((copy, contents, level + 1))
+        self.copies[(id(value), level)] = copy
+        return copy
+
+
+def _contents(value: Any) -> Any:
+    try:
+        if not issubclass(type(value), Mapping):
+            return list(value)
+        items = [(key, item) for key, item in value.items()]
+        keys = [k if type(k) is str else str.__str__(k) if issubclass(type(k), str) else None for k, _ in items]
+    except Exception as exc:  # noqa: BLE001 - a hostile container is a value that is not JSON, never a crash
+        return _opaque(value, f"<{type(value).__name__} unreadable: {type(exc).__name__}>")
+    if None in keys or len(set(keys)) != len(keys):
+        return _opaque(value)
+    return list(zip(keys, (item for _, item in items)))
+
+
+# --------------------------------------------------------------------------------------------- the three phases
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,26 +198,27 @@ _ISSUE_CODE = {JsonIssue.SYNTAX: C.INVALID_JSON, JsonIssue.DUPLICATE_KEY: C.DUPL
                JsonIssue.NON_FINITE: C.NON_FINITE_NUMBER, JsonIssue.TOO_DEEP: C.NESTING_TOO_DEEP}
 
 
-def parse_output(raw: Any) -> tuple[Mapping[str, Any] | None, tuple[ContractError, ...]]:
+def parse_output(raw: Any) -> tuple[dict[str, Any] | None, tuple[ContractError, ...]]:
     """Phase 1: one strict-JSON object no deeper than :data:`MAX_DEPTH`, or an error.  Never raises.
 
-    Text must be strict JSON (:mod:`routebr_kit.core.strict_json`): a repeated key, ``NaN``/``Infinity`` or
-    nesting deeper than :data:`MAX_DEPTH` is a contract error like any other syntax error.  An already-parsed
-    mapping is held to the same depth bound (a self-containing one exceeds it).
+    ``raw`` is read once (:func:`snapshot`; the result is a plain ``dict``).  Text must be strict JSON
+    (:mod:`routebr_kit.core.strict_json`): a repeated key, ``NaN``/``Infinity`` or nesting deeper than
+    :data:`MAX_DEPTH` is a contract error like any other syntax error.  An already-parsed mapping is held to the
+    same depth bound (a self-containing one exceeds it).
     """
-    if isinstance(raw, Mapping):
-        if exceeds_depth(raw, MAX_DEPTH):
+    value = snapshot(raw)
+    if type(value) is dict:
+        if exceeds_depth(value, MAX_DEPTH):
             return None, (ContractError(C.NESTING_TOO_DEEP, "output", f"deeper than {MAX_DEPTH}"),)
-        return raw, ()
-    if isinstance(raw, str):
+        return value, ()
+    if type(value) is str:
         try:
-            value = strict_loads(raw, max_depth=MAX_DEPTH)
+            value = strict_loads(value, max_depth=MAX_DEPTH)
         except StrictJsonError as exc:
             return None, (ContractError(_ISSUE_CODE[exc.issue], exc.key or "output", exc.detail[:160]),)
-        if isinstance(value, dict):
+        if type(value) is dict:
             return value, ()
-        return None, (ContractError(C.NOT_AN_OBJECT, "output", short_repr(value)),)
-    return None, (ContractError(C.NOT_AN_OBJECT, "output", short_repr(raw)),)
+    return None, (ContractError(C.NOT_AN_OBJECT, "output", short_repr(value)),)
 
 
 def check_action(parsed: Mapping[str, Any], catalog: Catalog, errors: list[ContractError]) -> CatalogAction | None:
@@ -139,11 +278,10 @@ def check_object(parsed: Mapping[str, Any], action: CatalogAction | None, candid
 
 
 def check_proposal(raw: Any, catalog: Catalog, candidates: Mapping[str, Entity]) -> ContractResult:
-    """Validate one RouteBR proposal (all phases, all errors)."""
-    if type(raw) is dict:
-        proposal = clean_proposal(raw, catalog, candidates)
-        if proposal is not None:
-            return ContractResult(proposal, (), raw)
+    """Validate one RouteBR proposal: the three phases one by one, every error collected.
+
+    (The controller's compiled clean-case test, :meth:`routebr_kit.core.compiled.DecisionTables.clean_proposal`,
+    accepts exactly what this accepts among exact dicts of the three contract keys; property-tested.)"""
     parsed, parse_errors = parse_output(raw)
     if parsed is None:
         return ContractResult(None, parse_errors, None)
@@ -156,65 +294,26 @@ def check_proposal(raw: Any, catalog: Catalog, candidates: Mapping[str, Entity])
     return ContractResult(Proposal(action.action_id, object_id, topk), (), parsed)  # type: ignore[union-attr,arg-type]
 
 
-def clean_proposal(parsed: dict, catalog: Catalog, candidates: Mapping[str, Entity]) -> Proposal | None:
-    """The common case in a few lookups: a fully valid proposal, or ``None`` to take the error-collecting path.
-
-    Accepts exactly what the three phases accept when the output has exactly the three contract keys
-    (property-tested against them), so it changes speed only; an output with extra keys (which count towards the
-    depth bound) or missing ones always takes the phases.  The one clean-case test: :meth:`check_proposal` and
-    the controller's stored-output path (:meth:`~routebr_kit.core.controller.Controller.decide`) both use it.
-    """
-    if len(parsed) != 3:
-        return None
-    try:
-        action_id = parsed["action_id"]
-        topk = parsed["topk"]
-        object_id = parsed["object_id"]
-    except KeyError:  # three keys, but not these three
-        return None
-    if type(action_id) is not str or type(topk) is not list or type(object_id) is not str:
-        return None
-    contracts = catalog._contracts
-    contract = contracts.get(action_id)
-    size = len(topk)
-    if contract is None or size == 0 or size > MAX_TOPK or topk[0] != action_id:
-        return None
-    if size > 1:  # the lower-ranked IDs (MAX_TOPK is 3): catalog strings, distinct from those before them
-        second = topk[1]
-        if type(second) is not str or second not in contracts or second == action_id:
-            return None
-        if size == 3:
-            third = topk[2]
-            if type(third) is not str or third not in contracts or third == action_id or third == second:
-                return None
-    if contract.requires_object:
-        if object_id != UNRESOLVED:
-            entity = candidates.get(object_id)
-            if entity is None or entity.object_type not in contract.object_types:
-                return None
-    elif object_id != NONE:
-        return None
-    return new_proposal(action_id, object_id, tuple(topk))
-
-
 # --------------------------------------------------------------------------------------------- repair guard
 #
-# The rule (kit, stricter than the published code, which checked nothing): a repair is held to the identifiers
-# the *first* reply exposes, however malformed that reply is.
+# The rule (kit, stricter than the published code, which checked nothing): a format-only repair keeps the
+# identifiers the *first* reply gives, however malformed that reply is, and adds none.
 #
-# 1. Recovery.  If the first reply is one JSON object (a mapping, or text that is strict JSON for an object), its
-#    top-level string ``action_id`` / ``object_id`` are the held identifiers.  For any field not found that way,
+# 1. Recovery.  If the first reply is one JSON object (a mapping, or text that is strict JSON for an object), each
+#    top-level ``action_id`` / ``object_id`` key it has is what it gives for that field: a non-blank string is held;
+#    an empty or whitespace-only string, ``null`` or any other value is "none given".  For a field the object lacks,
 #    and for every other reply (markdown fences, prose around JSON, truncated text, single quotes, arrays,
 #    double-encoded strings, several objects, repeated keys), the text is scanned for ``action_id`` / ``object_id``
-#    followed by ``:`` or ``=`` and a non-empty quoted value (double or single quotes, backslash-escaped quotes
-#    included); every such value counts.
-# 2. Anchoring (before any repair call).  The first reply must expose exactly one distinct ``action_id`` and at
-#    most one distinct ``object_id``; otherwise no format-only repair can be held to it, no repair call is made,
-#    and the decision ends in the fail-closed terminal with ``FAIL_CLOSED_REPAIR_UNANCHORED``.
-# 3. Guard (after the repair).  The accepted repair's ``action_id`` must equal the held action exactly, and its
-#    ``object_id`` the held object exactly when one was exposed (a repair may supply an object the first reply
-#    never reached, e.g. when it was truncated; the contract and the object gate still apply to it); otherwise
-#    ``FAIL_CLOSED_REPAIR_CHANGED_PROPOSAL``.
+#    followed by ``:`` or ``=`` and a quoted value (double or single quotes, backslash-escaped quotes included);
+#    every non-blank such value counts, and none found is "none given".
+# 2. Anchoring (before any repair call).  The first reply must give exactly one distinct ``action_id`` and at most
+#    one distinct ``object_id``; otherwise no format-only repair can be held to it, no repair call is made, and the
+#    decision ends in the fail-closed terminal with ``FAIL_CLOSED_REPAIR_UNANCHORED``.
+# 3. Guard (after the repair).  The accepted repair's ``action_id`` must equal the held action exactly
+#    (``REPAIR_CHANGED_ACTION``); its ``object_id`` must equal the held object exactly when one was given
+#    (``REPAIR_CHANGED_OBJECT``), and be ``UNRESOLVED`` or ``NONE`` — the contract's "no object" — when none was
+#    (``REPAIR_ADDED_OBJECT``: a repair may not fill an identifier the first reply left empty or never stated).
+#    Either way the decision ends with ``FAIL_CLOSED_REPAIR_CHANGED_PROPOSAL``.
 
 _HELD_FIELDS = ("action_id", "object_id")
 _ID_PAIR = re.compile(r"""(?<![\w])(\\*["']?)(action_id|object_id)\1\s*[:=]\s*(\\*["'])([^"'\\\r\n]{1,256})\3""")
@@ -222,7 +321,7 @@ _ID_PAIR = re.compile(r"""(?<![\w])(\\*["']?)(action_id|object_id)\1\s*[:=]\s*(\
 
 @dataclass(frozen=True, slots=True)
 class HeldIdentifiers:
-    """The distinct identifiers recovered from a first reply, in order of appearance."""
+    """The distinct identifiers a first reply gives, in order of appearance (empty: none given)."""
 
     action_ids: tuple[str, ...] = ()
     object_ids: tuple[str, ...] = ()
@@ -237,30 +336,31 @@ class HeldIdentifiers:
 
 
 def held_identifiers(raw: Any) -> HeldIdentifiers:
-    """Step 1 of the repair rule: the identifiers a first reply exposes.  Never raises."""
+    """Step 1 of the repair rule: the identifiers a first reply gives (read once, :func:`snapshot`).  Never
+    raises."""
+    raw = snapshot(raw)
     found: dict[str, list[str]] = {"action_id": [], "object_id": []}
-    parsed: Any = raw if isinstance(raw, Mapping) else None
-    text: str | None = raw if isinstance(raw, str) else None
+    parsed: Any = raw if type(raw) is dict else None
+    text: str | None = raw if type(raw) is str else None
     if text is not None:
         try:
             parsed = strict_loads(text, max_depth=MAX_DEPTH)
         except StrictJsonError:
             parsed = None
-    elif not isinstance(raw, Mapping):
-        text = _dump_or_repr(raw)
-    missing = []
+    scan = []
     for name in _HELD_FIELDS:
-        value = parsed.get(name) if isinstance(parsed, Mapping) else None
-        if type(value) is str and value.strip():
-            found[name].append(value)
+        if type(parsed) is dict and name in parsed:  # the object states the field: that value is what it gives
+            value = parsed[name]
+            if type(value) is str and value.strip():
+                found[name].append(value)
         else:
-            missing.append(name)
-    if missing and text is None:  # a mapping lacking a top-level identifier: scan its (bounded) JSON form
+            scan.append(name)
+    if scan and text is None:  # not text, or a mapping lacking a top-level identifier: scan its (bounded) JSON form
         text = _dump_or_repr(raw)
-    if missing and text:
+    if scan and text:
         for match in _ID_PAIR.finditer(text):
             name, value = match.group(2), match.group(4)
-            if name in missing and value.strip() and value not in found[name]:
+            if name in scan and value.strip() and value not in found[name]:
                 found[name].append(value)
     return HeldIdentifiers(tuple(found["action_id"]), tuple(found["object_id"]))
 
@@ -270,7 +370,7 @@ def anchor_errors(held: HeldIdentifiers) -> tuple[ContractError, ...]:
     errors = []
     if len(held.action_ids) != 1:
         errors.append(ContractError(C.REPAIR_UNANCHORED, "action_id",
-                                    "none exposed" if not held.action_ids else short_repr(list(held.action_ids))))
+                                    "none given" if not held.action_ids else short_repr(list(held.action_ids))))
     if len(held.object_ids) > 1:
         errors.append(ContractError(C.REPAIR_UNANCHORED, "object_id", short_repr(list(held.object_ids))))
     return tuple(errors)
@@ -283,15 +383,17 @@ def guard_repair(first: Any, repaired: ContractResult) -> tuple[ContractError, .
     if repaired.proposal is None:
         return ()
     held = first if isinstance(first, HeldIdentifiers) else held_identifiers(first)
+    action_id, object_id = repaired.proposal.action_id, repaired.proposal.object_id
     errors = []
-    if held.action_id != repaired.proposal.action_id:
+    if held.action_id != action_id:
         errors.append(ContractError(C.REPAIR_CHANGED_ACTION, "action_id",
-                                    f"{short_repr(held.action_id or list(held.action_ids))} -> "
-                                    f"{repaired.proposal.action_id!r}"))
-    if held.object_ids and held.object_id != repaired.proposal.object_id:
-        errors.append(ContractError(C.REPAIR_CHANGED_OBJECT, "object_id",
-                                    f"{short_repr(held.object_id or list(held.object_ids))} -> "
-                                    f"{repaired.proposal.object_id!r}"))
+                                    f"{short_repr(held.action_id or list(held.action_ids))} -> {action_id!r}"))
+    if held.object_ids:
+        if held.object_id != object_id:
+            errors.append(ContractError(C.REPAIR_CHANGED_OBJECT, "object_id",
+                                        f"{short_repr(held.object_id or list(held.object_ids))} -> {object_id!r}"))
+    elif object_id not in OBJECT_SENTINELS:  # none given: the repair may not supply one
+        errors.append(ContractError(C.REPAIR_ADDED_OBJECT, "object_id", f"none given -> {object_id!r}"))
     return tuple(errors)
 
 

@@ -152,6 +152,8 @@ class ContractErrorCode(str, enum.Enum):
     # repair guard (the paper's rule: a repair may not change the semantic choice)
     REPAIR_CHANGED_ACTION = "REPAIR_CHANGED_ACTION"
     REPAIR_CHANGED_OBJECT = "REPAIR_CHANGED_OBJECT"
+    # (kit) the repair states an object where the first reply gave none (empty, whitespace-only, null or missing)
+    REPAIR_ADDED_OBJECT = "REPAIR_ADDED_OBJECT"
     # strict JSON and bounded values (kit additions; see routebr_kit.core.strict_json)
     DUPLICATE_KEY = "DUPLICATE_KEY"
     NON_FINITE_NUMBER = "NON_FINITE_NUMBER"
@@ -185,6 +187,7 @@ _CONTRACT_MESSAGES = {
     ContractErrorCode.TERMINAL_BOUNDARY_MISMATCH: "non-ALLOW terminal must equal boundary",
     ContractErrorCode.REPAIR_CHANGED_ACTION: "repair changed the primary action_id",
     ContractErrorCode.REPAIR_CHANGED_OBJECT: "repair changed the object_id",
+    ContractErrorCode.REPAIR_ADDED_OBJECT: "repair supplied an object_id the first output did not give",
     ContractErrorCode.DUPLICATE_KEY: "a key is repeated in one JSON object",
     ContractErrorCode.NON_FINITE_NUMBER: "NaN and Infinity are not JSON",
     ContractErrorCode.NESTING_TOO_DEEP: "output nests too deeply",
@@ -216,10 +219,10 @@ REPR_DEPTH = 32
 
 def _short(value: object, limit: int = 80) -> str:
     """A bounded ``repr``; never raises (deep or self-containing containers and broken ``__repr__`` included)."""
-    if isinstance(value, (Mapping, list, tuple)) and exceeds_depth(value, REPR_DEPTH):
-        return f"<{type(value).__name__} nested deeper than {REPR_DEPTH}>"
     try:
-        text = repr(value)
+        if isinstance(value, (Mapping, list, tuple)) and exceeds_depth(value, REPR_DEPTH):
+            return f"<{type(value).__name__} nested deeper than {REPR_DEPTH}>"
+        text = str.__str__(repr(value))  # (exactly a str, even from a repr returning a str subclass)
     except Exception as exc:  # noqa: BLE001 - a repr for a record must never end a decision
         text = f"<{type(value).__name__}: repr failed with {type(exc).__name__}>"
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -8,11 +8,11 @@ the published artifact; code and tests rely on the enum members.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from sys import intern
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any
 
 from .errors import DataError, ErrorCode
 from .hashing import sha256_json
@@ -24,43 +24,11 @@ OBJECT_SENTINELS = frozenset({UNRESOLVED, NONE})
 #: The catalog token that makes an action object-free ("contains NONE ⇒ object-free").
 OBJECT_FREE_TYPE = "NONE"
 
-R = TypeVar("R")
-
 
 def _interned(value: Any) -> Any:
     """``sys.intern(value)`` for an exact ``str`` (identifiers: table lookups then match by identity); anything
     else unchanged (it is validated elsewhere)."""
     return intern(value) if type(value) is str else value
-
-
-def record_builder(cls: type[R]) -> Callable[..., R]:
-    """A constructor for the frozen, slotted dataclass ``cls`` with the same signature as its ``__init__``, for hot
-    paths.
-
-    A frozen dataclass's generated ``__init__`` stores each field through ``object.__setattr__`` (its own
-    ``__setattr__`` refuses), one Python-level call per field.  The builder instead fills an instance of a mutable
-    twin class — same base, same slots, hence the same memory layout — with plain attribute stores, then re-types
-    it as ``cls`` (``__class__`` assignment, which the language allows between layout-compatible classes).  The
-    result is an ordinary ``cls`` instance: ``type(r) is cls``, equal to and as frozen as one built by ``cls(...)``
-    (tested).  Only for dataclasses without ``__post_init__`` or default factories, whose ``__init__`` only stores.
-    """
-    specs = fields(cls)
-    names = tuple(f.name for f in specs)
-    frozen = is_dataclass(cls) and cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
-    if (not frozen or hasattr(cls, "__post_init__") or set(getattr(cls, "__slots__", ())) != set(names)
-            or len(cls.__bases__) != 1 or any(f.default_factory is not MISSING or not f.init for f in specs)):
-        raise TypeError(f"record_builder needs a frozen, slotted dataclass whose __init__ only stores: {cls!r}")
-    twin = type(f"_{cls.__name__}Builder", cls.__bases__, {"__slots__": cls.__slots__, "__module__": cls.__module__})
-    defaults = {f"_d_{f.name}": f.default for f in specs if f.default is not MISSING}
-    params = ", ".join(f"{f.name}=_d_{f.name}" if f.default is not MISSING else f.name for f in specs)
-    body = "".join(f"    r.{name} = {name}\n" for name in names)
-    source = f"def build({params}):\n    r = _twin()\n{body}    r.__class__ = _cls\n    return r\n"
-    namespace: dict[str, Any] = {"_twin": twin, "_cls": cls, **defaults}
-    exec(source, namespace)  # noqa: S102 - generated from the dataclass's own field names, as dataclasses does
-    build = namespace["build"]
-    build.__name__ = build.__qualname__ = f"new_{cls.__name__.lower()}"
-    build.__doc__ = f"``{cls.__name__}(...)`` with the same arguments, built by :func:`record_builder`."
-    return build
 
 
 class Boundary(str, enum.Enum):
@@ -200,15 +168,6 @@ class CatalogAction:
 
 
 @dataclass(frozen=True, slots=True)
-class ObjectContract:
-    """What a catalog action demands of a proposal's ``object_id``: a candidate of one of ``object_types`` (or
-    ``UNRESOLVED``) when ``requires_object``, else exactly ``NONE``."""
-
-    requires_object: bool
-    object_types: frozenset[str]
-
-
-@dataclass(frozen=True, slots=True)
 class Entity:
     """A registered object the request may refer to (a closed-list candidate)."""
 
@@ -239,13 +198,10 @@ class RuntimeState:
     construction (a proxy over someone else's dict is copied too), so a verdict about them cannot go stale."""
 
     values: Mapping[str, Any]
-    #: The private copy behind ``values`` (the controller's hot path reads a plain dict; nothing writes it).
-    _data: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Field names interned: the state gate's lookups then match the schema's names by identity.
         data = {_interned(k): v for k, v in dict(self.values).items()}
-        object.__setattr__(self, "_data", data)
         object.__setattr__(self, "values", MappingProxyType(data))
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -267,13 +223,11 @@ class RouteRequest:
     history: tuple[str, ...]
     state: RuntimeState
     candidates: tuple[Entity, ...]
+    #: The candidates by ``object_id`` (read-only; IDs interned, like a ledger's, so lookups match by identity).
     candidate_index: Mapping[str, Entity] = field(init=False, repr=False, compare=False)
-    #: The private dict behind ``candidate_index`` (read by the controller's hot path; nothing writes it).
-    _candidates: dict[str, Entity] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        index = {_interned(e.object_id): e for e in self.candidates}  # (interned, like a ledger's IDs)
-        object.__setattr__(self, "_candidates", index)
+        index = {_interned(e.object_id): e for e in self.candidates}
         object.__setattr__(self, "candidate_index", MappingProxyType(index))
 
     def with_state(self, state: RuntimeState) -> RouteRequest:
@@ -290,10 +244,6 @@ class Proposal:
 
     def as_dict(self) -> dict[str, Any]:
         return {"action_id": self.action_id, "object_id": self.object_id, "topk": list(self.topk)}
-
-
-#: ``Proposal(action_id, object_id, topk)`` at plain-attribute speed (see :func:`record_builder`).
-new_proposal = record_builder(Proposal)
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,14 +286,9 @@ class Catalog:
     actions: tuple[CatalogAction, ...]
     sha256: str = ""
     index: Mapping[str, CatalogAction] = field(init=False, repr=False, compare=False)
-    #: Each action's object contract, precomputed for the contract's clean-case test (nothing writes it).
-    _contracts: dict[str, ObjectContract] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "index", MappingProxyType({a.action_id: a for a in self.actions}))
-        contracts = {_interned(a.action_id): ObjectContract(a.requires_object, frozenset(a.required_object_types))
-                     for a in self.actions}  # (IDs interned, like a ledger's: lookups match by identity)
-        object.__setattr__(self, "_contracts", contracts)
+        object.__setattr__(self, "index", MappingProxyType({_interned(a.action_id): a for a in self.actions}))
         if not self.sha256:
             object.__setattr__(self, "sha256", sha256_json([_action_view(a) for a in self.actions]))
 

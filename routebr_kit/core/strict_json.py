@@ -9,6 +9,11 @@ Python's ``json`` is lenient in three ways that matter to a fail-closed router, 
 * nesting deeper than a bound is rejected (:attr:`JsonIssue.TOO_DEEP`) instead of raising ``RecursionError``
   (a scalar has depth 0, ``[]`` and ``{}`` depth 1, ``{"topk": ["A1"]}`` depth 2).
 
+And one rule for what the kit writes: a lone surrogate (``"\\ud800"``, which strict JSON text may carry as an escape)
+cannot be encoded as UTF-8, so :func:`escape_surrogates` replaces each one with the six characters ``\\udXXX`` — the
+file writer (:mod:`routebr_kit.store.redact`) on JSON text, where they are the same escape again, and the records
+(:func:`encodable`: ``Decision.as_dict()``, ``Decision.trace()``) on every string they hold.
+
 Standard library only.
 """
 
@@ -17,6 +22,7 @@ from __future__ import annotations
 import enum
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -103,3 +109,29 @@ def is_finite_number(value: Any) -> bool:
     """An ``int`` or a finite ``float`` (never a ``bool``)."""
     kind = type(value)
     return kind is int or (kind is float and math.isfinite(value))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(text: str) -> str:
+    """``text`` with every lone surrogate replaced by the six characters ``\\udXXX`` (lower-case hex).
+
+    The kit's one escaping rule.  Inside JSON text the six characters are the JSON escape of the same code point, so
+    the writer's files read back as the same string; in a record or a CSV cell they are plain text.  Idempotent, and
+    the identity on text without surrogates."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def encodable(value: Any) -> Any:
+    """A copy of a JSON-ready value (dicts, lists, tuples, scalars) whose strings, keys included, are UTF-8
+    encodable (:func:`escape_surrogates`); tuples become lists.  For records, which are JSON-ready by construction."""
+    if isinstance(value, str):
+        return escape_surrogates(value)
+    if isinstance(value, Mapping):
+        return {escape_surrogates(k) if isinstance(k, str) else k: encodable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [encodable(v) for v in value]
+    return value

@@ -29,14 +29,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..core.strict_json import MAX_FILE_DEPTH
+from ..core.strict_json import MAX_FILE_DEPTH, escape_surrogates
 
 REDACTED = "[REDACTED]"
 DEPTH_LIMIT = "[DEPTH_LIMIT]"
@@ -50,7 +49,6 @@ MAX_DEPTH = MAX_FILE_DEPTH
 SECRET_ENVS = "ROUTEBR_KIT_SECRET_ENVS"
 
 _MAX_INT_BITS = 4096  # well inside the interpreter's int-to-text limit
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _NON_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
 
 
@@ -162,11 +160,6 @@ def redact_text(text: str) -> str:
 def redact_value(value: Any) -> Any:
     """A JSON-ready, redacted copy of ``value``."""
     return SECRETS.redactor().value(value)
-
-
-def escape_surrogates(text: str) -> str:
-    """Lone surrogates as ``\\udXXX`` escapes (inside JSON text: the same string on reading back)."""
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def encode_json(value: Any, *, indent: int | None = None) -> bytes:

@@ -35,6 +35,7 @@ from ..core.errors import ContractError, DataError, ErrorCode, short_repr
 from ..core.errors import ContractErrorCode as C
 from ..core.records import NONE, Boundary, Catalog, Entity, Proposal, ReasonCode, RouteRequest, Stage, System, Terminal
 from ..core.rules import PolicyEngine
+from ..core.strict_json import encodable
 from ..prompts.published import Protocol, direct_errors
 from ..prompts.published import parse as published_parse
 from ..store.ledger import PredictionRow
@@ -214,7 +215,8 @@ class DirectDecision(Outcome):
         return f"FAIL_CLOSED_{self.stage.value}" if self.fallback else ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        """A JSON-ready, UTF-8 encodable record (lone surrogates escaped, as in a RouteBR decision's)."""
+        return encodable({
             "request_id": self.request_id, "system": self.system.value, "terminal": self.terminal.value,
             "action_id": self.action_id, "object_id": self.object_id, "boundary": self.boundary,
             "final_path": self.final_path, "strict_path": self.strict_path, "reason": self.reason.value,
@@ -225,7 +227,7 @@ class DirectDecision(Outcome):
             "fallback": self.fallback, "error_code": self.error_code,
             "errors": [e.as_dict() for e in self.errors],
             "failure": None if self.failure is None else self.failure.as_dict(),
-        }
+        })
 
 
 class DirectBaseline(OneCallRouter):
