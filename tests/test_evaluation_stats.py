@@ -21,7 +21,7 @@ def counts(draw, max_n: int = 2000) -> tuple[int, int]:
 
 @settings(max_examples=300, deadline=None)
 @given(counts())
-def test_scipy_wilson_agrees_with_published_closed_form(kn: tuple[int, int]) -> None:
+def test_kit_wilson_agrees_with_published_closed_form(kn: tuple[int, int]) -> None:
     k, n = kn
     ours, theirs = wilson(k, n), wilson_published(k, n)
     assert abs(ours.low - max(0.0, theirs.low)) <= 1e-12
@@ -35,6 +35,34 @@ def test_wilson_contains_the_rate_and_stays_in_unit_interval(kn: tuple[int, int]
     interval = wilson(k, n)
     assert 0.0 <= interval.low <= k / n <= interval.high <= 1.0
     assert k / n in interval
+
+
+@pytest.mark.parametrize("confidence", [0.8, 0.95, 0.999])
+def test_stdlib_wilson_equals_scipy_wilson_everywhere(confidence: float) -> None:
+    from scipy.stats import binomtest
+
+    for n in [*range(1, 41), 57, 100, 160, 200, 600, 1960]:
+        for k in range(n + 1):
+            ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+            ours = wilson(k, n, confidence=confidence)
+            assert abs(ours.low - max(0.0, float(ci.low))) <= 1e-12, (k, n)
+            assert abs(ours.high - min(1.0, float(ci.high))) <= 1e-12, (k, n)
+
+
+def test_wilson_does_not_import_scipy() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; from routebr_kit.evaluation.stats import wilson; wilson(3, 7); "
+            "print('scipy.stats' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+@pytest.mark.parametrize("confidence", [0, 1, -0.5, 1.5, True, "0.95", float("nan")])
+def test_wilson_rejects_a_confidence_outside_the_open_unit_interval(confidence) -> None:
+    with pytest.raises(DataError):
+        wilson(3, 7, confidence=confidence)
 
 
 def test_wilson_is_clamped_where_the_published_bound_was_not() -> None:
