@@ -11,14 +11,16 @@ proposal, contract/repair, winning rule and version, object gate, terminal) and 
 fix, another path change, or a trace-only change (same emitted path, different rule or reason).  New forbidden
 dispatches are listed first, then new false dispatches.
 
-**Forbidden dispatch** (:mod:`routebr_kit.evaluation.forbidden`) is judged against the rules, not the gold label:
-the candidate row dispatches an action/object that its release's controller would not dispatch on the row's state,
-and the base row did not (each side under its own release, :mod:`routebr_kit.review.dispatch`).  It catches what
-the gold-based FD cannot: a gold-ALLOW row (gold ``A1_ADVISORY``) that newly dispatches an action a rule blocks
-there (``A5_PROTECTED_ACTION`` under R050) is no false dispatch, only a path change.  A row whose record is the
-same on both sides but whose dispatch the candidate release forbids (a B1/B2 row kept as recorded under tightened
-rules) is listed too, at the stage of the gate that refuses it.  ``new_false_dispatch`` stays the paper's count
-(gold-bounded rows that newly dispatch), whatever class its rows are listed under.
+**Forbidden dispatch** (:mod:`routebr_kit.evaluation.forbidden`) is judged against the rules, not the gold label.
+A changed row is a *new forbidden dispatch* when the candidate row dispatches an action/object that the candidate's
+release would not dispatch on the row's state, the base row was no forbidden dispatch under the base's release
+(each side's release: :mod:`routebr_kit.review.dispatch`), and the candidate's dispatch (action and object) is not
+the base's.  It catches what the gold-based FD cannot: a gold-ALLOW row (gold ``A1_ADVISORY``) that newly
+dispatches an action a rule blocks there (``A5_PROTECTED_ACTION`` under R050) is no false dispatch, only a path
+change.  The same recorded dispatch refused only because the rules tightened (a B1/B2 row kept as recorded, an
+A-state row past its bypassed gate) is not new — the candidate did nothing new; it shows in the per-side
+``forbidden_dispatch`` totals.  ``new_false_dispatch`` stays the paper's count (gold-bounded rows that newly
+dispatch), whatever class its rows are listed under.
 
 Per split (pooled over the tasks of that split): exact match, strict exact, FD and FB with their denominators,
 FLIP pairs, object accuracy — each before and after, with Wilson 95% intervals — and the exact McNemar test on the
@@ -34,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import KitError
-from ..evaluation.forbidden import DispatchCheck, DispatchGate, ForbiddenCause, dispatches
+from ..evaluation.forbidden import DispatchCheck, DispatchGate, dispatches
 from ..evaluation.metrics import Count, first_pass_valid_of, flip_pairs, score
 from ..evaluation.stats import McNemar, mcnemar
 from ..store.cases import Split
@@ -282,14 +284,15 @@ def first_changed_stage(a: PredictionRow, b: PredictionRow, da: RowDetail | None
 
 def change_class(gold_path: str, a: PredictionRow, b: PredictionRow, base_forbidden: bool = False,
                  candidate_forbidden: bool = False) -> ChangeClass:
-    """The first class that applies, in :class:`ChangeClass` order (``*_forbidden``: each side's verdict,
-    :class:`~routebr_kit.evaluation.forbidden.DispatchCheck`)."""
+    """The first class that applies, in :class:`ChangeClass` order (``*_forbidden``: each side's verdict under its
+    release, :class:`~routebr_kit.evaluation.forbidden.DispatchCheck`)."""
     bounded = gold_path.startswith("T_")
 
     def dispatched(r: PredictionRow) -> bool:
         return dispatches(r.pred_final_path)
 
-    if candidate_forbidden and not base_forbidden:
+    if candidate_forbidden and not base_forbidden and (a.pred_final_path, a.pred_object_id) != (
+            b.pred_final_path, b.pred_object_id):
         return ChangeClass.NEW_FORBIDDEN_DISPATCH
     if bounded and dispatched(b) and not dispatched(a):
         return ChangeClass.NEW_FALSE_DISPATCH
@@ -300,11 +303,6 @@ def change_class(gold_path: str, a: PredictionRow, b: PredictionRow, base_forbid
     if (a.pred_final_path, a.strict_path) != (b.pred_final_path, b.strict_path):
         return ChangeClass.OTHER_PATH_CHANGE
     return ChangeClass.TRACE_ONLY
-
-
-#: Where a row whose record did not change but whose dispatch the candidate release forbids is listed.
-_STAGE_OF_CAUSE = {ForbiddenCause.STATE_SCHEMA: ChangeStage.RULE, ForbiddenCause.CONTRACT: ChangeStage.CONTRACT,
-                   ForbiddenCause.STATE_GATE: ChangeStage.RULE, ForbiddenCause.OBJECT_GATE: ChangeStage.OBJECT_GATE}
 
 
 def _side(tasks: Sequence[tuple[LedgerTask, Sequence[PredictionRow], DispatchGate]]) -> Side:
@@ -359,12 +357,10 @@ def diff_ledgers(base: LedgerSet, candidate: LedgerSet) -> DiffReport:
             pa.append(a)
             pb.append(b)
             da, db = ta.details.get(k), tb.details.get(k)
-            ka, kb = ga.check(a, case.request), gb.check(b, case.request)
             stage = first_changed_stage(a, b, da, db)
-            if stage is None and kb.forbidden and not ka.forbidden:  # same record, forbidden by the candidate release
-                stage = _STAGE_OF_CAUSE[kb.cause]  # type: ignore[index]
             if stage is None:
                 continue
+            ka, kb = ga.check(a, case.request), gb.check(b, case.request)
             gold = case.gold.final_path
             changed.append(ChangedRow(key, a.case_id, a.repeat_id, split, gold, a.pred_final_path, b.pred_final_path,
                                       a.strict_path, b.strict_path, stage,
