@@ -16,8 +16,14 @@ import reference_rules as ref
 from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from verify_generators import REFERENCE_CATALOG, program_of, random_proposal, random_rules, random_state, \
-    request_of
+from verify_generators import (
+    REFERENCE_CATALOG,
+    program_of,
+    random_proposal,
+    random_rules,
+    random_state,
+    request_of,
+)
 
 from routebr_kit.cli import main
 from routebr_kit.core.controller import Controller, ControllerOptions
@@ -191,7 +197,11 @@ def test_score_json_and_csv_carry_forbidden_dispatch_with_denominators(routebr_a
                  "--csv", str(tmp_path / "s.csv")]) == 0
     out = capsys.readouterr().out
     assert "forbidden dispatch 2/200 (of 73 dispatched; contract 1, state_gate 1) · gold-based FD 1/126" in out
-    main_split = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))["splits"]["MAIN"]
+    doc = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))
+    main_split = doc["splits"]["MAIN"]
+    assert [(r["case_id"], r["action_id"], r["object_id"], r["cause"], r["rule_id"]) for r in doc["forbidden_rows"]] \
+        == [("MAIN-0029", "A1_ADVISORY", "SZSE:159967", "state_gate", "R010"),
+            ("MAIN-0205", "A1_ADVISORY", "NONE", "contract", None)]
     expected = {"forbidden_dispatch": 2, "forbidden_dispatch_denominator": 200, "forbidden_dispatch_rate": 0.01,
                 "dispatched": 73, "dispatched_denominator": 200, "forbidden_dispatch_state_gate": 1,
                 "forbidden_dispatch_contract": 1, "forbidden_dispatch_state_schema": 0,
@@ -211,7 +221,8 @@ def test_score_refuses_a_release_other_than_the_one_the_run_recorded(routebr_art
                                            encoding="utf-8")
     assert main(["score", str(run), "--cases", str(routebr_artifact / "data" / CONFIRM)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("routebr-kit score: [INCONSISTENT_ASSETS]") and "field 'hashes.rules'" in err and err.count("\n") == 1
+    assert err.startswith("routebr-kit score: [INCONSISTENT_ASSETS]") and "field 'hashes.rules'" in err
+    assert err.count("\n") == 1
 
 
 def test_published_forbidden_dispatches_per_system(routebr_artifact):

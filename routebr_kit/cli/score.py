@@ -72,13 +72,16 @@ def score_command(args: argparse.Namespace) -> int:
         check_recorded_hashes(release, read_json(args.run_dir / MANIFEST, "a run_manifest.json object", record=True),
                               str(args.run_dir / MANIFEST))
     report = score_report(rows, cases, file=str(predictions), release=release)
+    cases_by_id = index_cases(cases)
     print_table(table_rows(report))
     for line in summary_lines(report):
         print(line)
     if args.json is not None:
         record = {"run_dir": str(args.run_dir), "predictions_sha256": sha256_file(predictions),
                   "cases_file": str(args.cases), "cases_sha256": sha256_file(args.cases),
-                  "repeat_id": rows[0].repeat_id, **report_record(report)}
+                  "repeat_id": rows[0].repeat_id, **report_record(report),
+                  "forbidden_rows": [k.as_dict() for r in rows
+                                     for k in [release.check(r, cases_by_id[r.case_id].request)] if k.forbidden]}
         write_json_atomic(args.json, record, indent=1)
         print(f"wrote {args.json}")
     if args.csv is not None:
