@@ -114,6 +114,8 @@ def test_the_readme_ci_gate_fails_a_new_forbidden_dispatch_on_main_0005(routebr_
         "MAIN-0005", "new_forbidden_dispatch", "state_gate", "R050")
     assert (first["base_forbidden"], first["candidate_forbidden"]) == (False, True)
     assert doc["gate"]["passed"] is False
+    for spec, code in (("new_forbidden_dispatch[MAIN] <= 0", 1), ("new_forbidden_dispatch[FLIP] <= 0", 0)):
+        assert main(["diff", str(base), str(cand), "--cases", str(cases), "--gate", spec]) == code
 
 
 def test_the_same_dispatch_where_the_rules_allow_it_is_no_forbidden_dispatch(routebr_artifact, tmp_path, capsys):
@@ -222,6 +224,19 @@ def test_score_refuses_a_release_other_than_the_one_the_run_recorded(routebr_art
     assert main(["score", str(run), "--cases", str(routebr_artifact / "data" / CONFIRM)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("routebr-kit score: [INCONSISTENT_ASSETS]") and "field 'hashes.rules'" in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", ["score", "diff"])
+def test_a_cases_file_without_its_release_beside_it_is_one_typed_line(routebr_artifact, tmp_path, capsys, command):
+    lone = tmp_path / "lone" / CONFIRM
+    lone.parent.mkdir()
+    shutil.copyfile(routebr_artifact / "data" / CONFIRM, lone)
+    run = _b2_run(tmp_path, routebr_artifact, "run")
+    argv = [str(run)] if command == "score" else [str(run), str(run)]
+    assert main([command, *argv, "--cases", str(lone)]) == 2
+    err = capsys.readouterr().err
+    assert f"[FILE_NOT_FOUND] {lone.parent / 'catalog.csv'}" in err and "forbidden dispatches" in err
     assert err.count("\n") == 1
 
 

@@ -26,8 +26,8 @@ from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file
 from ..evaluation.forbidden import DispatchGate, ForbiddenCause
 from ..evaluation.metrics import Count, PairScores, Scores, flip_pairs, index_cases, score
-from ..review.dispatch import check_recorded_hashes
-from ..store.assets import assets_beside, read_json
+from ..review.dispatch import check_recorded_hashes, release_beside
+from ..store.assets import read_json
 from ..store.cases import Case, Split, load_cases
 from ..store.ledger import MANIFEST, PREDICTIONS, PredictionRow, read_predictions, write_json_atomic
 from .common import command, print_table
@@ -67,7 +67,7 @@ def score_command(args: argparse.Namespace) -> int:
                         file=str(predictions), field="repeat_id", got=repeats)
     cases = load_cases(args.cases)
     _warn_if_other_cases(args.run_dir, args.cases)
-    release = DispatchGate(assets_beside(args.cases).controller())
+    release = release_beside(args.cases)
     if (args.run_dir / MANIFEST).is_file():
         check_recorded_hashes(release, read_json(args.run_dir / MANIFEST, "a run_manifest.json object", record=True),
                               str(args.run_dir / MANIFEST))

@@ -41,6 +41,19 @@ def check_recorded_hashes(gate: DispatchGate, manifest: Mapping[str, Any], file:
                             got=hashes[name], detail=f"the assets beside the cases file hash to {value}")
 
 
+def release_beside(cases_path: str | Path) -> DispatchGate:
+    """The release stored next to a gold cases file (:func:`~routebr_kit.store.assets.assets_beside`); a missing
+    asset file says what it is needed for."""
+    try:
+        return DispatchGate(assets_beside(cases_path).controller())
+    except DataError as exc:
+        if exc.code is not ErrorCode.FILE_NOT_FOUND or exc.detail:
+            raise
+        raise DataError(exc.code, exc.expected, file=exc.file, line=exc.line, field=exc.field, got=exc.got,
+                        detail="the release next to the cases file, under which forbidden dispatches are checked"
+                        ) from None
+
+
 class Releases:
     """Each task's release of one ledger set (see the module docstring), loaded once per source."""
 
@@ -66,7 +79,7 @@ class Releases:
                             file=str(task.path / MANIFEST), field="cases_path")
         key = Path(task.cases_path).resolve()
         if key not in self._gates:
-            self._gates[key] = DispatchGate(assets_beside(task.cases_path).controller())
+            self._gates[key] = release_beside(task.cases_path)
         gate = self._gates[key]
         check_recorded_hashes(gate, task.manifest, str(task.path / MANIFEST))
         return gate
@@ -77,4 +90,4 @@ class Releases:
         return {(r.case_id, r.repeat_id): gate.check(r, task.cases[r.case_id].request) for r in task.rows}
 
 
-__all__ = ["Releases", "check_recorded_hashes"]
+__all__ = ["Releases", "check_recorded_hashes", "release_beside"]
