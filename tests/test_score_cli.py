@@ -10,7 +10,9 @@ import pytest
 
 import routebr_kit as rk
 from routebr_kit.cli import main
+from routebr_kit.evaluation.forbidden import DispatchGate
 from routebr_kit.evaluation.metrics import flip_pairs, score
+from routebr_kit.store.assets import assets_beside
 from routebr_kit.store.ledger import read_predictions
 
 CONFIRM = "data/routebr_confirm_320.csv"
@@ -48,7 +50,8 @@ def test_json_equals_the_metrics_function_and_is_byte_identical(routebr_artifact
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
     record = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))
     rows = read_predictions(run / "predictions.csv")
-    expected = score(rows, cases).as_dict()
+    release = DispatchGate(assets_beside(routebr_artifact / CONFIRM).controller())  # the forbidden-dispatch check
+    expected = score(rows, cases, release).as_dict()
     assert record["splits"]["FLIP"] == expected
     assert record["flip_pairs"]["correct"] == flip_pairs(rows, cases).pairs.hits == 37
     assert record["flip_pairs"]["pairs"] == 40 and len(record["flip_pairs"]["missed"]) == 3

@@ -24,8 +24,8 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("candidate", type=Path, help="run directory, shadow output or published artifact directory")
     p.add_argument("--cases", type=Path, default=None, help="gold cases file for run directories that do not name one")
     p.add_argument("--gate", default=None, metavar="FILE|SPEC",
-                   help="e.g. 'new_false_dispatch <= 0, path_exact_drop <= 1.0pp, flip_pairs_drop <= 0' or a "
-                        "JSON/YAML file")
+                   help="e.g. 'new_forbidden_dispatch <= 0, new_false_dispatch <= 0, path_exact_drop <= 1.0pp, "
+                        "flip_pairs_drop <= 0' or a JSON/YAML file")
     p.add_argument("--json", type=Path, default=None, help="write the full report as JSON")
     p.add_argument("--md", type=Path, default=None, help="write a Markdown report")
     p.add_argument("--show", type=int, default=20, help="changed rows to print (default 20)")
@@ -47,14 +47,16 @@ def diff(args: argparse.Namespace) -> int:
     verdict = gate.evaluate(report) if gate else None
     print_table(split_table(report))
     m = report.metrics()
-    print(f"\n{report.rows} paired rows; {m['changed']} changed: {m['new_false_dispatch']} new false dispatch, "
+    print(f"\n{report.rows} paired rows; {m['changed']} changed: {m['new_forbidden_dispatch']} new forbidden "
+          f"dispatch, {m['new_false_dispatch']} new false dispatch, "
           f"{m['new_false_block']} new false block, {m['fixed']} fixed, {m['other_path_change']} other path change, "
           f"{m['trace_only']} trace only; {m['needs_live_rerun']} need a live re-run")
     rows = [c.as_dict() for c in report.changed[:args.show]]
     if rows:
         print()
         print_table(rows, ["change_class", "task", "case_id", "gold_final_path", "base_final_path",
-                           "candidate_final_path", "first_changed_stage", "base_rule", "candidate_rule"])
+                           "candidate_final_path", "first_changed_stage", "base_rule", "candidate_rule",
+                           "forbidden_cause", "forbidden_rule"])
         if len(report.changed) > args.show:
             print(f"... and {len(report.changed) - args.show} more (--json for all)")
     lines = verdict.lines() if verdict else []

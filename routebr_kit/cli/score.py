@@ -1,14 +1,21 @@
-"""``routebr-kit score RUN_DIR --cases FILE [--json FILE]``: the paper's metrics for one ledger.
+"""``routebr-kit score RUN_DIR --cases FILE [--json FILE] [--csv FILE]``: the paper's metrics for one ledger.
 
 Per split (and over every scored row when the ledger spans several): contract exact match with its Wilson 95%
 interval, the strict ``action@object`` path, false dispatch and false block with their denominators, object
 accuracy and path macro-F1; FLIP pair accuracy when FLIP rows are present.  The definitions are
 :func:`routebr_kit.evaluation.metrics.score`'s.
+
+Beside the paper's gold-based FD, the kit's **forbidden dispatch** (:mod:`routebr_kit.evaluation.forbidden`): rows
+that dispatch an action/object the release's controller would not dispatch on that row's state, over every scored
+row, with the refusing gate.  The release is the assets stored next to the cases file, checked against the hashes
+the run's manifest recorded (``INCONSISTENT_ASSETS`` when the run ran under others).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -17,7 +24,9 @@ from typing import Any
 
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file
+from ..evaluation.forbidden import DispatchGate, ForbiddenCause
 from ..evaluation.metrics import Count, PairScores, Scores, flip_pairs, index_cases, score
+from ..review.dispatch import check_recorded_hashes, release_beside
 from ..store.assets import read_json
 from ..store.cases import Case, Split, load_cases
 from ..store.ledger import MANIFEST, PREDICTIONS, PredictionRow, read_predictions, write_json_atomic
@@ -29,6 +38,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cases", required=True, type=Path, help="the cases CSV with the gold labels")
     p.add_argument("--repeat-id", default=None, help="which repeat to score when the ledger holds several")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write every metric to FILE (JSON)")
+    p.add_argument("--csv", type=Path, metavar="FILE", help="also write every metric to FILE (CSV, one row per split)")
 
 
 @command("score", "the paper's metrics for one ledger: exact match (Wilson 95%%), FD/FB with denominators, "
@@ -57,16 +67,26 @@ def score_command(args: argparse.Namespace) -> int:
                         file=str(predictions), field="repeat_id", got=repeats)
     cases = load_cases(args.cases)
     _warn_if_other_cases(args.run_dir, args.cases)
-    report = score_report(rows, cases, file=str(predictions))
+    release = release_beside(args.cases)
+    if (args.run_dir / MANIFEST).is_file():
+        check_recorded_hashes(release, read_json(args.run_dir / MANIFEST, "a run_manifest.json object", record=True),
+                              str(args.run_dir / MANIFEST))
+    report = score_report(rows, cases, file=str(predictions), release=release)
+    cases_by_id = index_cases(cases)
     print_table(table_rows(report))
     for line in summary_lines(report):
         print(line)
     if args.json is not None:
         record = {"run_dir": str(args.run_dir), "predictions_sha256": sha256_file(predictions),
                   "cases_file": str(args.cases), "cases_sha256": sha256_file(args.cases),
-                  "repeat_id": rows[0].repeat_id, **report_record(report)}
+                  "repeat_id": rows[0].repeat_id, **report_record(report),
+                  "forbidden_rows": [k.as_dict() for r in rows
+                                     for k in [release.check(r, cases_by_id[r.case_id].request)] if k.forbidden]}
         write_json_atomic(args.json, record, indent=1)
         print(f"wrote {args.json}")
+    if args.csv is not None:
+        write_scores_csv(args.csv, report)
+        print(f"wrote {args.csv}")
     return 0
 
 
@@ -74,8 +94,9 @@ def score_command(args: argparse.Namespace) -> int:
 
 
 def score_report(rows: Sequence[PredictionRow], cases: Sequence[Case] | Mapping[str, Case], *,
-                 file: str | None = None) -> dict[str, Any]:
-    """``{"splits": {label: Scores}, "flip": PairScores | None, "incomplete_pairs": int}`` for one ledger."""
+                 file: str | None = None, release: DispatchGate | None = None) -> dict[str, Any]:
+    """``{"splits": {label: Scores}, "flip": PairScores | None, "incomplete_pairs": int}`` for one ledger
+    (forbidden dispatches counted when ``release`` is given)."""
     index = index_cases(cases)
     try:
         by_split: dict[str, list[PredictionRow]] = {}
@@ -87,9 +108,9 @@ def score_report(rows: Sequence[PredictionRow], cases: Sequence[Case] | Mapping[
             chosen = [r for r in rows if index[r.case_id].split is split]
             if chosen:
                 by_split[split.value] = chosen
-        splits = {label: score(chosen, index) for label, chosen in by_split.items()}
+        splits = {label: score(chosen, index, release) for label, chosen in by_split.items()}
         if len(splits) > 1:
-            splits["ALL"] = score(rows, index)
+            splits["ALL"] = score(rows, index, release)
         flip_rows = by_split.get(Split.FLIP.value, [])
         members: dict[str, int] = {}
         for r in flip_rows:
@@ -114,6 +135,16 @@ def summary_line(scores: Scores) -> str:
             f"FB {scores.false_block} · object {scores.object} = {_pct(scores.object)}")
 
 
+def forbidden_line(scores: Scores) -> str | None:
+    """``forbidden dispatch 2/200 (of 73 dispatched; state_gate 1, contract 1) · gold-based FD 1/126``."""
+    if scores.forbidden_dispatch is None or scores.dispatched is None:
+        return None
+    causes = ", ".join(f"{c.value} {scores.forbidden_by_cause[c.value]}" for c in ForbiddenCause
+                       if scores.forbidden_by_cause.get(c.value))
+    return (f"forbidden dispatch {scores.forbidden_dispatch} (of {scores.dispatched.hits} dispatched"
+            + (f"; {causes}" if causes else "") + f") · gold-based FD {scores.false_dispatch}")
+
+
 def pairs_line(report: Mapping[str, Any]) -> str | None:
     pairs: PairScores | None = report["flip"]
     if pairs is None and not report["incomplete_pairs"]:
@@ -132,7 +163,9 @@ def table_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
         low, high = s.contract_exact.wilson
         table.append({"split": label, "n": s.n, "exact": str(s.contract_exact), "exact %": _pct(s.contract_exact),
                       "Wilson 95%": f"{100 * low:.1f}-{100 * high:.1f}", "strict": str(s.strict_exact),
-                      "FD": str(s.false_dispatch), "FB": str(s.false_block), "object": str(s.object),
+                      "FD": str(s.false_dispatch), "FB": str(s.false_block),
+                      **({"forbidden": str(s.forbidden_dispatch)} if s.forbidden_dispatch is not None else {}),
+                      "object": str(s.object),
                       "object %": _pct(s.object), "path F1": f"{s.path_macro_f1:.3f}"})
     return table
 
@@ -141,6 +174,9 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
     """The ``score:`` line over every scored row, and the FLIP pairs line when there are FLIP rows."""
     overall = report["splits"].get("ALL") or next(iter(report["splits"].values()))
     lines = ["score: " + summary_line(overall)]
+    forbidden = forbidden_line(overall)
+    if forbidden:
+        lines.append(forbidden)
     pairs = pairs_line(report)
     if pairs:
         lines.append(pairs)
@@ -154,6 +190,19 @@ def report_record(report: Mapping[str, Any]) -> dict[str, Any]:
             "flip_pairs": None if pairs is None else {"correct": pairs.pairs.hits, "pairs": pairs.pairs.n,
                                                       "missed": list(pairs.missed)},
             "incomplete_pairs": report["incomplete_pairs"]}
+
+
+def write_scores_csv(path: Path, report: Mapping[str, Any]) -> None:
+    """Every metric per split as CSV (``split`` first, then :meth:`Scores.as_dict` keys; NaN as an empty cell)."""
+    records = [{"split": label, **{k: _finite(v) for k, v in s.as_dict().items()}}
+               for label, s in report["splits"].items()]
+    columns = list(dict.fromkeys(k for r in records for k in r))
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(records)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(buffer.getvalue(), encoding="utf-8", newline="")
 
 
 def _finite(value: Any) -> Any:

@@ -5,6 +5,7 @@ scores published, replayed, simulated, local and live runs.  Figures live in :mo
 (imported on demand, it needs matplotlib and seaborn).
 """
 
+from .forbidden import DispatchCheck, DispatchGate, ForbiddenCause, dispatches
 from .metrics import (
     PAPER_PATH_LABELS,
     Count,

@@ -18,7 +18,11 @@ The definitions are the published scorer's (spec §4.3), every rate over the row
   ``repair_count == 0`` or else ``not fallback_used``);
 * **calls per case** — ledger column ``calls``; for published ledgers ``1 + repair_count`` or else
   ``1 + fallback_used`` (the artifact's receipt audit confirms: 161 calls for V4 Flash, 160 for the others);
-* **tokens per case** — mean of ``input_tokens + output_tokens``; **median latency** — median ``latency_ms``.
+* **tokens per case** — mean of ``input_tokens + output_tokens``; **median latency** — median ``latency_ms``;
+* **forbidden dispatch** (kit, :mod:`routebr_kit.evaluation.forbidden`; only when :func:`score` is given the
+  release's :class:`~routebr_kit.evaluation.forbidden.DispatchGate`) — rows that dispatch an action/object the
+  release's controller would not dispatch on the row's state, over all ``n`` rows (``dispatched`` gives the rows
+  that dispatch at all), with the count per refusing gate.  Unlike FD it does not look at the gold label.
 
 The second derivations assume that a published row was never repaired successfully; the published call audit
 (calls = rows + fallbacks for every task) shows that this holds for the artifact.
@@ -39,6 +43,7 @@ from ..core.errors import DataError, ErrorCode
 from ..core.records import TERMINAL_PATHS, Boundary
 from ..store.cases import Case
 from ..store.ledger import PredictionRow
+from .forbidden import DispatchGate, ForbiddenCause, dispatches
 from .stats import Interval, wilson
 
 if TYPE_CHECKING:
@@ -115,10 +120,6 @@ def first_pass_valid_of(row: PredictionRow) -> bool:
     return row.repair_count == 0 if row.repair_count is not None else not row.fallback_used
 
 
-def _dispatched(path: str) -> bool:
-    return not path.startswith("T_")
-
-
 @dataclass(frozen=True, slots=True)
 class Scores:
     """Every metric of one scored slice.  :meth:`as_dict` uses the published key names where they exist."""
@@ -141,6 +142,11 @@ class Scores:
     latency_ms_median: float
     correct: Mapping[str, bool] = field(default_factory=dict, compare=False, repr=False)
     gold_boundary_disagreements: tuple[str, ...] = ()
+    #: Forbidden dispatches over all rows, rows that dispatch at all, and the forbidden ones per refusing gate
+    #: (``None``: scored without a release).
+    forbidden_dispatch: Count | None = None
+    dispatched: Count | None = None
+    forbidden_by_cause: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def calls_per_case(self) -> float:
@@ -168,6 +174,13 @@ class Scores:
         out |= {"tokens_per_case_mean": self.tokens_per_case_mean, "latency_ms_median": self.latency_ms_median,
                 "calls": self.calls, "calls_per_case": self.calls_per_case,
                 "gold_boundary_disagreements": len(self.gold_boundary_disagreements)}
+        if self.forbidden_dispatch is not None and self.dispatched is not None:
+            out |= {"forbidden_dispatch": self.forbidden_dispatch.hits,
+                    "forbidden_dispatch_denominator": self.forbidden_dispatch.n,
+                    "forbidden_dispatch_rate": self.forbidden_dispatch.rate,
+                    "dispatched": self.dispatched.hits, "dispatched_denominator": self.dispatched.n}
+            out |= {f"forbidden_dispatch_{cause.value}": self.forbidden_by_cause.get(cause.value, 0)
+                    for cause in ForbiddenCause}
         return out
 
     def as_series(self, name: str | None = None) -> pd.Series:
@@ -194,12 +207,19 @@ def _aligned(rows: Sequence[PredictionRow], cases: Cases) -> list[tuple[Predicti
     return out
 
 
-def score(rows: Sequence[PredictionRow], cases: Cases) -> Scores:
-    """Score a ledger slice against gold cases.
+def score(rows: Sequence[PredictionRow], cases: Cases, release: DispatchGate | None = None) -> Scores:
+    """Score a ledger slice against gold cases (and, given ``release``, count its forbidden dispatches).
 
     Every row must name a known case, once: score repeated runs (``repeat_id``) one repeat at a time.
     """
     pairs = _aligned(rows, cases)
+    forbidden: dict[str, Any] = {}
+    if release is not None:
+        checks = [release.check(r, c.request) for r, c in pairs]
+        forbidden = {"forbidden_dispatch": _count(k.forbidden for k in checks),
+                     "dispatched": _count(k.dispatched for k in checks),
+                     "forbidden_by_cause": MappingProxyType(dict(sorted(Counter(
+                         k.cause.value for k in checks if k.cause is not None).items())))}
     gold_paths = [c.gold.final_path for _, c in pairs]
     pred_paths = [r.pred_final_path for r, _ in pairs]
     correct = {r.case_id: r.pred_final_path == c.gold.final_path for r, c in pairs}
@@ -215,8 +235,8 @@ def score(rows: Sequence[PredictionRow], cases: Cases) -> Scores:
         action=_count(r.pred_action == c.gold.action for r, c in pairs),
         object=_count(r.pred_object_id == c.gold.object_id for r, c in pairs),
         boundary=_count(r.pred_boundary == c.gold.boundary.value for r, c in pairs),
-        false_dispatch=_count(_dispatched(r.pred_final_path) for r, _ in bounded),
-        false_block=_count(not _dispatched(r.pred_final_path) for r, _ in dispatchable),
+        false_dispatch=_count(dispatches(r.pred_final_path) for r, _ in bounded),
+        false_block=_count(not dispatches(r.pred_final_path) for r, _ in dispatchable),
         valid_json=_count(r.valid_json for r, _ in pairs),
         first_pass_valid=_count(first_pass_valid_of(r) for r, _ in pairs),
         fallback=_count(r.fallback_used for r, _ in pairs),
@@ -225,6 +245,7 @@ def score(rows: Sequence[PredictionRow], cases: Cases) -> Scores:
         latency_ms_median=statistics.median(latencies) if latencies else math.nan,
         correct=MappingProxyType(correct),
         gold_boundary_disagreements=gold_boundary_disagreements(c for _, c in pairs),
+        **forbidden,
     )
 
 

@@ -7,8 +7,20 @@ with the same systems, the same row keys and the same gold labels (:class:`NotCo
 
 For every changed row the diff names the **first stage that changed** (:class:`ChangeStage`, in pipeline order:
 proposal, contract/repair, winning rule and version, object gate, terminal) and its **change class**
-(:class:`ChangeClass`): a new false dispatch, a new false block, a fix, another path change, or a trace-only change
-(same emitted path, different rule or reason).  New false dispatches are listed first.
+(:class:`ChangeClass`, the first that applies): a new forbidden dispatch, a new false dispatch, a new false block, a
+fix, another path change, or a trace-only change (same emitted path, different rule or reason).  New forbidden
+dispatches are listed first, then new false dispatches.
+
+**Forbidden dispatch** (:mod:`routebr_kit.evaluation.forbidden`) is judged against the rules, not the gold label.
+A changed row is a *new forbidden dispatch* when the candidate row dispatches an action/object that the candidate's
+release would not dispatch on the row's state, the base row was no forbidden dispatch under the base's release
+(each side's release: :mod:`routebr_kit.review.dispatch`), and the candidate's dispatch (action and object) is not
+the base's.  It catches what the gold-based FD cannot: a gold-ALLOW row (gold ``A1_ADVISORY``) that newly
+dispatches an action a rule blocks there (``A5_PROTECTED_ACTION`` under R050) is no false dispatch, only a path
+change.  The same recorded dispatch refused only because the rules tightened (a B1/B2 row kept as recorded, an
+A-state row past its bypassed gate) is not new — the candidate did nothing new; it shows in the per-side
+``forbidden_dispatch`` totals.  ``new_false_dispatch`` stays the paper's count (gold-bounded rows that newly
+dispatch), whatever class its rows are listed under.
 
 Per split (pooled over the tasks of that split): exact match, strict exact, FD and FB with their denominators,
 FLIP pairs, object accuracy — each before and after, with Wilson 95% intervals — and the exact McNemar test on the
@@ -24,10 +36,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import KitError
+from ..evaluation.forbidden import DispatchCheck, DispatchGate, dispatches
 from ..evaluation.metrics import Count, first_pass_valid_of, flip_pairs, score
 from ..evaluation.stats import McNemar, mcnemar
 from ..store.cases import Split
 from ..store.ledger import PredictionRow
+from .dispatch import Releases
 from .ledgers import SHADOW_KEY, LedgerSet, LedgerTask, RowDetail
 
 
@@ -42,6 +56,7 @@ class ChangeStage(str, enum.Enum):
 
 
 class ChangeClass(str, enum.Enum):
+    NEW_FORBIDDEN_DISPATCH = "new_forbidden_dispatch"
     NEW_FALSE_DISPATCH = "new_false_dispatch"
     NEW_FALSE_BLOCK = "new_false_block"
     FIXED = "fixed"
@@ -78,6 +93,14 @@ class ChangedRow:
     needs_live_rerun: bool
     base_detail: RowDetail | None = None
     candidate_detail: RowDetail | None = None
+    base_check: DispatchCheck | None = None
+    candidate_check: DispatchCheck | None = None
+
+    @property
+    def new_false_dispatch(self) -> bool:
+        """The paper's new false dispatch: a gold-bounded row that dispatches now and did not before."""
+        return (self.gold_final_path.startswith("T_") and dispatches(self.candidate_final_path)
+                and not dispatches(self.base_final_path))
 
     def as_dict(self) -> dict[str, Any]:
         def rule(d: RowDetail | None) -> str | None:
@@ -91,7 +114,13 @@ class ChangedRow:
                 "became_wrong": self.became_wrong, "needs_live_rerun": self.needs_live_rerun,
                 "base_rule": rule(self.base_detail), "candidate_rule": rule(self.candidate_detail),
                 "base_reason": self.base_detail.reason if self.base_detail else None,
-                "candidate_reason": self.candidate_detail.reason if self.candidate_detail else None}
+                "candidate_reason": self.candidate_detail.reason if self.candidate_detail else None,
+                "base_forbidden": self.base_check.forbidden if self.base_check else None,
+                "candidate_forbidden": self.candidate_check.forbidden if self.candidate_check else None,
+                "forbidden_cause": (self.candidate_check.cause.value
+                                    if self.candidate_check and self.candidate_check.cause else None),
+                "forbidden_rule": (self.candidate_check.rule_id
+                                   if self.candidate_check and self.candidate_check.cause else None)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,10 +133,12 @@ class Side:
     false_block: Count
     object: Count
     flip_pairs: Count | None
+    forbidden_dispatch: Count = Count(0, 0)  # over every row of the side
 
     def as_dict(self, prefix: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for name in ("exact", "strict", "false_dispatch", "false_block", "object", "flip_pairs"):
+        for name in ("exact", "strict", "false_dispatch", "false_block", "object", "flip_pairs",
+                     "forbidden_dispatch"):
             count = getattr(self, name)
             if count is None:
                 continue
@@ -164,7 +195,8 @@ class DiffReport:
             chosen = tuple(c for c in self.changed if c.split == split)
         out: dict[str, float] = {
             "changed": len(chosen),
-            "new_false_dispatch": sum(c.change_class is ChangeClass.NEW_FALSE_DISPATCH for c in chosen),
+            "new_forbidden_dispatch": sum(c.change_class is ChangeClass.NEW_FORBIDDEN_DISPATCH for c in chosen),
+            "new_false_dispatch": sum(c.new_false_dispatch for c in chosen),
             "new_false_block": sum(c.change_class is ChangeClass.NEW_FALSE_BLOCK for c in chosen),
             "fixed": sum(c.change_class is ChangeClass.FIXED for c in chosen),
             "other_path_change": sum(c.change_class is ChangeClass.OTHER_PATH_CHANGE for c in chosen),
@@ -175,7 +207,8 @@ class DiffReport:
         }
         if delta is None:
             return out | {"path_exact_drop": 0.0, "strict_exact_drop": 0.0, "object_accuracy_drop": 0.0,
-                          "flip_pairs_drop": 0, "false_dispatch_increase": 0, "false_block_increase": 0}
+                          "flip_pairs_drop": 0, "false_dispatch_increase": 0, "false_block_increase": 0,
+                          "forbidden_dispatch": 0, "forbidden_dispatch_increase": 0}
         b, c = delta.base, delta.candidate
 
         def drop_pp(x: Count, y: Count) -> float:
@@ -185,7 +218,9 @@ class DiffReport:
         return out | {"path_exact_drop": drop_pp(b.exact, c.exact), "strict_exact_drop": drop_pp(b.strict, c.strict),
                       "object_accuracy_drop": drop_pp(b.object, c.object), "flip_pairs_drop": flips,
                       "false_dispatch_increase": c.false_dispatch.hits - b.false_dispatch.hits,
-                      "false_block_increase": c.false_block.hits - b.false_block.hits}
+                      "false_block_increase": c.false_block.hits - b.false_block.hits,
+                      "forbidden_dispatch": c.forbidden_dispatch.hits,
+                      "forbidden_dispatch_increase": c.forbidden_dispatch.hits - b.forbidden_dispatch.hits}
 
     def as_dict(self) -> dict[str, Any]:
         return {"base": self.base_root, "candidate": self.candidate_root, "rows": self.rows,
@@ -247,12 +282,18 @@ def first_changed_stage(a: PredictionRow, b: PredictionRow, da: RowDetail | None
     return None
 
 
-def change_class(gold_path: str, a: PredictionRow, b: PredictionRow) -> ChangeClass:
+def change_class(gold_path: str, a: PredictionRow, b: PredictionRow, base_forbidden: bool = False,
+                 candidate_forbidden: bool = False) -> ChangeClass:
+    """The first class that applies, in :class:`ChangeClass` order (``*_forbidden``: each side's verdict under its
+    release, :class:`~routebr_kit.evaluation.forbidden.DispatchCheck`)."""
     bounded = gold_path.startswith("T_")
 
     def dispatched(r: PredictionRow) -> bool:
-        return not r.pred_final_path.startswith("T_")
+        return dispatches(r.pred_final_path)
 
+    if candidate_forbidden and not base_forbidden and (a.pred_final_path, a.pred_object_id) != (
+            b.pred_final_path, b.pred_object_id):
+        return ChangeClass.NEW_FORBIDDEN_DISPATCH
     if bounded and dispatched(b) and not dispatched(a):
         return ChangeClass.NEW_FALSE_DISPATCH
     if not bounded and not dispatched(b) and dispatched(a):
@@ -264,39 +305,45 @@ def change_class(gold_path: str, a: PredictionRow, b: PredictionRow) -> ChangeCl
     return ChangeClass.TRACE_ONLY
 
 
-def _side(tasks: Sequence[tuple[LedgerTask, Sequence[PredictionRow]]]) -> Side:
+def _side(tasks: Sequence[tuple[LedgerTask, Sequence[PredictionRow], DispatchGate]]) -> Side:
     scores, pairs = [], []
-    for task, rows in tasks:
-        scores.append(score(rows, task.cases))
+    for task, rows, gate in tasks:
+        scores.append(score(rows, task.cases, gate))
         for repeat in sorted({r.repeat_id for r in rows}):
             chosen = [r for r in rows if r.repeat_id == repeat]
             if chosen and all(task.cases[r.case_id].split is Split.FLIP for r in chosen):
                 pairs.append(flip_pairs(chosen, task.cases).pairs)
     return Side(_sum([s.contract_exact for s in scores]), _sum([s.strict_exact for s in scores]),
                 _sum([s.false_dispatch for s in scores]), _sum([s.false_block for s in scores]),
-                _sum([s.object for s in scores]), _sum(pairs) if pairs else None)
+                _sum([s.object for s in scores]), _sum(pairs) if pairs else None,
+                _sum([s.forbidden_dispatch for s in scores if s.forbidden_dispatch is not None]))
 
 
-def _delta(name: str, items: Sequence[tuple[LedgerTask, list[PredictionRow], list[PredictionRow]]]) -> SplitDelta:
-    base = _side([(t, a) for t, a, _ in items])
-    cand = _side([(t, b) for t, _, b in items])
+_Item = tuple[LedgerTask, list[PredictionRow], list[PredictionRow], DispatchGate, DispatchGate]
+
+
+def _delta(name: str, items: Sequence[_Item]) -> SplitDelta:
+    base = _side([(t, a, ga) for t, a, _, ga, _ in items])
+    cand = _side([(t, b, gb) for t, _, b, _, gb in items])
     a_ok, b_ok = {}, {}
-    for t, rows_a, rows_b in items:
+    for t, rows_a, rows_b, _, _ in items:
         for r in rows_a:
             a_ok[f"{t.key}|{r.case_id}|{r.repeat_id}"] = r.pred_final_path == t.cases[r.case_id].gold.final_path
         for r in rows_b:
             b_ok[f"{t.key}|{r.case_id}|{r.repeat_id}"] = r.pred_final_path == t.cases[r.case_id].gold.final_path
-    return SplitDelta(name, sum(len(a) for _, a, _ in items), base, cand, mcnemar(a_ok, b_ok))
+    return SplitDelta(name, sum(len(a) for _, a, *_ in items), base, cand, mcnemar(a_ok, b_ok))
 
 
 def diff_ledgers(base: LedgerSet, candidate: LedgerSet) -> DiffReport:
     """Pair two ledger sets and report every change (raises :class:`NotComparable`)."""
     check_comparable(base, candidate)
     changed: list[ChangedRow] = []
-    by_split: dict[str, list[tuple[LedgerTask, list[PredictionRow], list[PredictionRow]]]] = {}
+    by_split: dict[str, list[_Item]] = {}
     flagged_total = 0
+    releases_a, releases_b = Releases(base), Releases(candidate)
     for key in sorted(base.tasks):
         ta, tb = base.tasks[key], candidate.tasks[key]
+        ga, gb = releases_a.gate(ta), releases_b.gate(tb)
         rows_b = {(r.case_id, r.repeat_id): r for r in tb.rows}
         flagged = _flagged(tb)
         flagged_total += len(flagged)
@@ -313,12 +360,15 @@ def diff_ledgers(base: LedgerSet, candidate: LedgerSet) -> DiffReport:
             stage = first_changed_stage(a, b, da, db)
             if stage is None:
                 continue
+            ka, kb = ga.check(a, case.request), gb.check(b, case.request)
             gold = case.gold.final_path
             changed.append(ChangedRow(key, a.case_id, a.repeat_id, split, gold, a.pred_final_path, b.pred_final_path,
-                                      a.strict_path, b.strict_path, stage, change_class(gold, a, b),
-                                      a.pred_final_path == gold and b.pred_final_path != gold, k in flagged, da, db))
+                                      a.strict_path, b.strict_path, stage,
+                                      change_class(gold, a, b, ka.forbidden, kb.forbidden),
+                                      a.pred_final_path == gold and b.pred_final_path != gold, k in flagged, da, db,
+                                      ka, kb))
         for split, (pa, pb) in per_split.items():
-            by_split.setdefault(split, []).append((ta, pa, pb))
+            by_split.setdefault(split, []).append((ta, pa, pb, ga, gb))
     order = [s.value for s in Split]
     splits = tuple(_delta(s, by_split[s]) for s in sorted(by_split, key=lambda s: order.index(s) if s in order else 99))
     everything = [item for s in by_split for item in by_split[s]]
@@ -346,6 +396,8 @@ def split_table(report: DiffReport) -> list[dict[str, Any]]:
                     "exact candidate": _pct(s.candidate.exact), "FD base": str(s.base.false_dispatch),
                     "FD candidate": str(s.candidate.false_dispatch), "FB base": str(s.base.false_block),
                     "FB candidate": str(s.candidate.false_block),
+                    "forbidden base": str(s.base.forbidden_dispatch),
+                    "forbidden candidate": str(s.candidate.forbidden_dispatch),
                     "FLIP pairs": (f"{s.base.flip_pairs} -> {s.candidate.flip_pairs}" if s.base.flip_pairs else "–"),
                     "object": f"{s.base.object} -> {s.candidate.object}",
                     "McNemar base:candidate": m.split, "p": round(m.p_two_sided, 4)})
@@ -353,10 +405,12 @@ def split_table(report: DiffReport) -> list[dict[str, Any]]:
 
 
 def markdown(report: DiffReport, gate_lines: Sequence[str] = ()) -> str:
-    """A review-ready Markdown report: gate verdict, per-split deltas, changed rows (new false dispatches first)."""
+    """A review-ready Markdown report: gate verdict, per-split deltas, changed rows (new forbidden dispatches first,
+    then new false dispatches)."""
     m = report.metrics()
     lines = ["# Release diff", "", f"* base: `{report.base_root}`", f"* candidate: `{report.candidate_root}`",
-             f"* paired rows: {report.rows}; changed: {m['changed']} (new false dispatch {m['new_false_dispatch']}, "
+             f"* paired rows: {report.rows}; changed: {m['changed']} (new forbidden dispatch "
+             f"{m['new_forbidden_dispatch']}, new false dispatch {m['new_false_dispatch']}, "
              f"new false block {m['new_false_block']}, fixed {m['fixed']}, other path change "
              f"{m['other_path_change']}, trace only {m['trace_only']}); needs live re-run: {m['needs_live_rerun']}",
              ""]
@@ -370,7 +424,8 @@ def markdown(report: DiffReport, gate_lines: Sequence[str] = ()) -> str:
     lines += ["", "## Changed rows", ""]
     if report.changed:
         cols = ["change_class", "task", "case_id", "repeat_id", "gold_final_path", "base_final_path",
-                "candidate_final_path", "first_changed_stage", "base_rule", "candidate_rule", "needs_live_rerun"]
+                "candidate_final_path", "first_changed_stage", "base_rule", "candidate_rule", "forbidden_cause",
+                "forbidden_rule", "needs_live_rerun"]
         lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         lines += ["| " + " | ".join(str(c.as_dict()[k]) for k in cols) + " |" for c in report.changed]
     else:

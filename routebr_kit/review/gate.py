@@ -2,6 +2,7 @@
 
 A gate is a list of criteria, each ``METRIC[SPLIT] OP NUMBER[pp]``::
 
+    new_forbidden_dispatch <= 0
     new_false_dispatch <= 0
     path_exact_drop <= 1.0pp
     flip_pairs_drop <= 0
@@ -11,6 +12,12 @@ given inline (separated by ``,``, ``;`` or newlines) or as a JSON/YAML file hold
 mapping ``{metric: "<= 0"}``, or either under a ``gate`` key.  Rate metrics (``*_drop`` of a rate) are in
 percentage points and must say so (``pp``); count metrics must not.  Unknown metrics, operators, splits and
 malformed numbers are typed :class:`~routebr_kit.core.errors.DataError` values, never a silent default.
+
+Two dispatch metrics, on purpose side by side: ``new_false_dispatch`` is the paper's, against the gold label (a
+gold-bounded row that newly dispatches); ``new_forbidden_dispatch`` is against the rules (a row that newly dispatches
+an action/object its release's controller would not dispatch on that row's state, whatever the gold label;
+:mod:`routebr_kit.evaluation.forbidden`).  Only the second catches a gold-ALLOW row that newly dispatches a blocked
+action.  ``forbidden_dispatch`` is the candidate's total (``<= 0``: no forbidden dispatch at all).
 """
 
 from __future__ import annotations
@@ -30,7 +37,8 @@ from .diff import DiffReport
 
 #: Every metric a gate may read, with its unit.
 METRICS: Mapping[str, str] = {
-    "changed": "count", "new_false_dispatch": "count", "new_false_block": "count", "fixed": "count",
+    "changed": "count", "new_forbidden_dispatch": "count", "forbidden_dispatch": "count",
+    "forbidden_dispatch_increase": "count", "new_false_dispatch": "count", "new_false_block": "count", "fixed": "count",
     "other_path_change": "count", "trace_only": "count", "new_errors": "count", "needs_live_rerun": "count",
     "flip_pairs_drop": "count", "false_dispatch_increase": "count", "false_block_increase": "count",
     "path_exact_drop": "pp", "strict_exact_drop": "pp", "object_accuracy_drop": "pp",
@@ -39,9 +47,10 @@ METRICS: Mapping[str, str] = {
 OPERATORS: Mapping[str, Callable[[float, float], bool]] = {
     "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
 }
-#: The gate a release review uses when none is given: no new false dispatch, at most 1pp exact-match drop, no lost
-#: FLIP pair.
-DEFAULT_GATE = "new_false_dispatch <= 0, path_exact_drop <= 1.0pp, flip_pairs_drop <= 0"
+#: The gate a release review uses when none is given: no new forbidden dispatch, no new false dispatch, at most 1pp
+#: exact-match drop, no lost FLIP pair.
+DEFAULT_GATE = ("new_forbidden_dispatch <= 0, new_false_dispatch <= 0, path_exact_drop <= 1.0pp, "
+                "flip_pairs_drop <= 0")
 
 _CRITERION = re.compile(r"^\s*(?P<metric>[A-Za-z_]+)\s*(?:\[\s*(?P<split>[A-Za-z]+)\s*\])?\s*"
                         r"(?P<op><=|>=|==|<|>)\s*(?P<number>[-+]?\d+(?:\.\d+)?)\s*(?P<unit>pp)?\s*$")
