@@ -170,6 +170,28 @@ def test_each_attempt_of_a_retried_timeout_is_inside_the_one_deadline():
     assert 1.0 <= took <= 1.0 + SLACK_S, took
 
 
+def test_a_cut_off_connection_is_not_reused():
+    """Call 1 drips and is cut off at its deadline; call 2, on the same client and loop, gets a clean answer (the
+    half-read connection was closed, not put back into the pool with the rest of the drip still coming)."""
+
+    def answer(request: dict, number: int):
+        return drip(request, number) if number == 1 else default_responder(request, number)
+
+    async def both(backend: OpenAICompatBackend) -> tuple[rk.ModelReply, rk.ModelReply]:
+        try:
+            first = await asyncio.wait_for(backend.complete(call("T001")), GUARD_S)
+            second = await asyncio.wait_for(backend.complete(call("T002")), GUARD_S)
+            return first, second
+        finally:
+            await backend.aclose()
+
+    with OpenAIServer(answer) as server:
+        first, second = asyncio.run(both(make(server.base_url, deadline_s=0.8, timeout_s=2.0)))
+        assert server.count == 2
+    assert first.failure.kind is F.DEADLINE
+    assert second.ok and json.loads(second.content)["topk"], second
+
+
 def test_a_reply_inside_the_deadline_is_untouched():
     with OpenAIServer(latency_s=0.05) as server:
         reply, took = timed(make(server.base_url, deadline_s=2.0))

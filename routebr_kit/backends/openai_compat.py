@@ -150,10 +150,11 @@ class OpenAICompatBackend:
         Every wait of the exchange — connecting, sending, waiting for headers, each body read, the backoff sleep
         between attempts, the rate limiter's wait before a retry — is an ``await`` on this event loop, so at the
         deadline the loop cancels the task wherever it is suspended, within one loop iteration, whatever the server
-        does next; httpcore closes a connection whose request was cancelled (it never goes back to the pool with a
-        half-read body).  The alternatives bound less: a watchdog thread cannot interrupt a coroutine (it could
-        only close the socket under the pool's feet), and a transport that checks a monotonic deadline on each
-        received chunk never runs while a server sends nothing (a silent stall, or a slow connect).  What the
+        does next; the SDK's connection pool closes a connection whose request was cancelled (it never goes back to
+        the pool with a half-read body; ``tests/test_backend_deadline.py`` checks the next call gets a clean one).
+        The alternatives bound less: a watchdog thread cannot interrupt a coroutine (it could only close the socket
+        under the pool's feet), and a transport that checks a monotonic deadline on each received chunk never runs
+        while a server sends nothing (a silent stall, or a slow connect).  What the
         deadline cannot pre-empt is CPU work that does not yield — parsing a body already received, bounded by its
         size.  A retry whose backoff would end past the deadline is not waited for: the call fails at once.
         The wait for the first rate-limiter permit is queueing before the call starts, outside the deadline.
