@@ -348,12 +348,16 @@ def test_a_bad_run_deadline_is_one_typed_line(routebr_artifact, tmp_path, capsys
     assert "deadline" in err and not (tmp_path / "out").exists()
 
 
-def test_a_run_deadline_on_a_simulated_backend_is_refused(routebr_artifact, tmp_path, capsys):
+@pytest.mark.parametrize("how", [["--profile", "sim:deepseek_v4_primary", "--system", "routebr"],
+                                 ["--profile", "sim:deepseek_v4_primary", "--system", "a_state", "--from-run", "x"]],
+                         ids=["simulated", "derived-from-a-run"])
+def test_a_run_deadline_where_no_model_is_called_is_refused(routebr_artifact, tmp_path, capsys, how):
     cases = _cases_dir(routebr_artifact, tmp_path, 2)
-    status = main(["run", "--profile", "sim:deepseek_v4_primary", "--system", "routebr", "--cases", str(cases),
-                   "--split", "ALL", "--out", str(tmp_path / "out"), "--no-progress", "--deadline-s", "5"])
+    status = main(["run", *how, "--cases", str(cases), "--split", "ALL", "--out", str(tmp_path / "out"),
+                   "--no-progress", "--deadline-s", "5"])
     err = capsys.readouterr().err
     assert status == 2 and err.count("\n") == 1 and "[INVALID_VALUE]" in err and "--deadline-s" in err, err
+    assert not (tmp_path / "out").exists()
 
 
 # --------------------------------------------------------------------------------------------- strict envelope

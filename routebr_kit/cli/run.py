@@ -72,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
     if system.value in ("a_state", "a_ground") and not args.live:
         if args.from_run is None:
             raise DataError(ErrorCode.EMPTY_VALUE, "--from-run DIR (a RouteBR run) or --live", field="from_run")
+        if args.deadline_s is not None:
+            raise DataError(ErrorCode.INVALID_VALUE, "no --deadline-s with --from-run (the stored replies are "
+                            "replayed; no model is called) or --live", field="--deadline-s", got=args.deadline_s)
         result = derive_interventions(args.from_run, cases, assets, args.out, system=system, resume=args.resume,
                                       progress=progress)
     else:
