@@ -42,7 +42,8 @@ class Reply:
     content_type: str | None = "application/json"  # None: no Content-Type header at all
     truncate_to: int | None = None
     drip_s: float | None = None
-    endless_chunk_s: float | None = None
+    endless_chunk_s: float | None = None  # 0: as fast as the link allows
+    chunk_bytes: int = 64  # the size of each endless chunk after the first
 
 
 def encode_body(body: Any) -> bytes:
@@ -169,8 +170,9 @@ class _Handler(BaseHTTPRequestHandler):
         while True:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
             self.wfile.flush()
-            time.sleep(reply.endless_chunk_s)
-            chunk = b" " * 64
+            if reply.endless_chunk_s:
+                time.sleep(reply.endless_chunk_s)
+            chunk = b" " * reply.chunk_bytes
 
 
 class _Server(ThreadingHTTPServer):

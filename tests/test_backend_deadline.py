@@ -29,6 +29,7 @@ from core_fixtures import controller, request
 from openai_server import OpenAIServer, Reply, completion, default_responder, valid_answer
 
 import routebr_kit as rk
+from routebr_kit.backends import openai_compat
 from routebr_kit.backends.openai_compat import OpenAICompatBackend
 from routebr_kit.backends.profiles import DEFAULT_DEADLINE_S, Profile, load_profiles
 from routebr_kit.backends.registry import make_backend
@@ -358,6 +359,34 @@ def test_a_run_deadline_where_no_model_is_called_is_refused(routebr_artifact, tm
     err = capsys.readouterr().err
     assert status == 2 and err.count("\n") == 1 and "[INVALID_VALUE]" in err and "--deadline-s" in err, err
     assert not (tmp_path / "out").exists()
+
+
+# --------------------------------------------------------------------------------------------- bounded body
+
+
+def test_an_endless_body_at_full_speed_stops_at_the_byte_bound_not_the_deadline(monkeypatch):
+    """Without a byte bound the call would fill memory until its deadline (~450 MiB in 3 s on 127.0.0.1)."""
+    monkeypatch.setattr(openai_compat, "MAX_RESPONSE_BYTES", 2**20)
+    flood = Reply(endless_chunk_s=0, chunk_bytes=65536)
+    with OpenAIServer(lambda r, n: flood) as server:
+        reply, took = timed(make(server.base_url, deadline_s=10.0))
+    assert reply.failure.kind is F.MALFORMED_RESPONSE and reply.failure.message == "response body exceeds " \
+        f"{2**20} bytes", reply.failure
+    assert took < 5.0, took
+    assert failure_reason(reply.failure) is R.FAIL_CLOSED_BACKEND_ERROR
+
+
+@pytest.mark.parametrize("status", [200, 500])
+def test_a_declared_or_sent_body_past_the_bound_is_malformed(monkeypatch, status):
+    monkeypatch.setattr(openai_compat, "MAX_RESPONSE_BYTES", 4096)
+    big = Reply(status, completion("x" * 10_000))
+    with OpenAIServer(lambda r, n: big) as server:
+        reply, _ = timed(make(server.base_url, deadline_s=10.0, max_retries=2))
+        assert server.count == 1  # not retried: the same server would send the same body
+    assert reply.failure.kind is F.MALFORMED_RESPONSE and "exceeds 4096 bytes" in reply.failure.message
+    small = Reply(200, completion("x" * 1000))
+    with OpenAIServer(lambda r, n: small) as server:
+        assert timed(make(server.base_url, deadline_s=10.0))[0].ok  # under the bound: untouched
 
 
 # --------------------------------------------------------------------------------------------- strict envelope

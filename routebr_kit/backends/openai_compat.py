@@ -17,6 +17,8 @@ re-typing of the messages costs CPU at high concurrency (``benchmarks/bench_runn
   ``--deadline-s``) over connect, request, headers and body of every attempt, retries and their backoff
   included; past it the call is a ``DEADLINE`` failure (reason ``FAIL_CLOSED_BACKEND_TIMEOUT``) with the retries
   made so far, and the run goes on.  ``timeout_s`` alone cannot do this (see :meth:`OpenAICompatBackend._send`).
+* **Bounded body**: a response body past :data:`MAX_RESPONSE_BYTES` (as received) is a ``MALFORMED_RESPONSE``
+  failure, through a transport of the SDK's own HTTP library that counts the bytes of every body.
 * **Failures are values**: a persistent failure, a non-retryable status or a malformed response becomes
   ``ModelReply.failed(...)``, which the controller turns into the recorded fail-closed terminal.
 * **Identity**: a response whose reported model is missing or outside ``accepted_reported_models`` is a
@@ -38,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import hashlib
+import importlib
 import json
 import os
 import random
@@ -60,6 +63,68 @@ from .profiles import Profile, check_deadline
 #: Statuses worth another attempt (the SDK's own list): timeouts, conflicts, rate limits, server errors.
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 MAX_BACKOFF_S = 30.0
+#: The most body bytes one response may carry, as received (before any content decoding); a longer body — an
+#: endless chunked one sent as fast as the link allows — is a malformed response, not memory the call fills
+#: until its deadline (measured on 127.0.0.1: ~450 MiB in 3 s without the bound).
+MAX_RESPONSE_BYTES = 64 * 2**20
+
+
+class ResponseTooLarge(Exception):
+    """A response body past :data:`MAX_RESPONSE_BYTES` (raised by the bounded transport, mapped to a failure)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"response body exceeds {limit} bytes")
+
+
+def _http_library() -> Any:
+    """The httpx flavour the SDK is built on (``httpx``, or ``httpx2`` in recent SDKs), found from the SDK's public
+    client class, so the bounded transport is always of the SDK's own kind."""
+    for cls in openai.DefaultAsyncHttpxClient.__mro__[1:]:
+        if cls.__name__ == "AsyncClient":
+            return importlib.import_module(cls.__module__.partition(".")[0])
+    raise ImportError("the openai SDK's HTTP client library")  # pragma: no cover - every SDK release has one
+
+
+_HTTP = _http_library()
+
+
+class _BoundedStream(_HTTP.AsyncByteStream):  # type: ignore[misc,name-defined]
+    """A response body that raises :class:`ResponseTooLarge` once more than ``limit`` bytes have arrived."""
+
+    def __init__(self, inner: Any, limit: int) -> None:
+        self._inner, self._limit = inner, limit
+
+    async def __aiter__(self) -> Any:
+        seen = 0
+        async for chunk in self._inner:
+            seen += len(chunk)
+            if seen > self._limit:
+                raise ResponseTooLarge(self._limit)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _BoundedTransport(_HTTP.AsyncBaseTransport):  # type: ignore[misc,name-defined]
+    """The SDK's HTTP transport (its connection limits) with every response body bounded in bytes."""
+
+    def __init__(self, limit: int) -> None:
+        self._inner = _HTTP.AsyncHTTPTransport(limits=_HTTP.Limits(max_connections=1000,
+                                                                   max_keepalive_connections=100))
+        self._limit = limit
+
+    async def handle_async_request(self, request: Any) -> Any:
+        response = await self._inner.handle_async_request(request)
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self._limit:  # refused before a byte of it is read
+            await response.aclose()
+            raise ResponseTooLarge(self._limit)
+        response.stream = _BoundedStream(response.stream, self._limit)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 class OpenAICompatBackend:
@@ -202,8 +267,12 @@ class OpenAICompatBackend:
                 retry_after = _retry_after(exc.response.headers)
             except openai.APITimeoutError as exc:
                 kind, reason, retryable = FailureKind.TIMEOUT, type(exc).__name__, True
+            except ResponseTooLarge as exc:  # raised while the SDK reads a body (an error body included)
+                return None, (FailureKind.MALFORMED_RESPONSE, str(exc)), tuple(retries)
             except openai.APIConnectionError as exc:
                 cause = exc.__cause__ or exc
+                if isinstance(cause, ResponseTooLarge):  # the same, wrapped by the SDK
+                    return None, (FailureKind.MALFORMED_RESPONSE, str(cause)), tuple(retries)
                 kind, reason, retryable = FailureKind.TRANSPORT, type(cause).__name__, True
             if not retryable or attempt == attempts:
                 tried = f" after {attempt} attempts" if attempt > 1 else ""
@@ -253,9 +322,11 @@ class OpenAICompatBackend:
         """One client per event loop (an async HTTP pool cannot cross loops; ``run_sync`` may start new ones)."""
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
+            http = openai.DefaultAsyncHttpxClient(transport=_BoundedTransport(MAX_RESPONSE_BYTES),
+                                                  timeout=self.profile.timeout_s)
             self._client = openai.AsyncOpenAI(base_url=self.profile.base_url,
                                               api_key=os.environ.get(self.profile.api_key_env, ""),
-                                              max_retries=0, timeout=self.profile.timeout_s)
+                                              max_retries=0, timeout=self.profile.timeout_s, http_client=http)
             self._client_loop = loop
         return self._client
 
@@ -359,4 +430,5 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
         return None
 
 
-__all__ = ["MAX_ENVELOPE_DEPTH", "OpenAICompatBackend", "RETRYABLE_STATUS"]
+__all__ = ["MAX_ENVELOPE_DEPTH", "MAX_RESPONSE_BYTES", "OpenAICompatBackend", "RETRYABLE_STATUS",
+           "ResponseTooLarge"]
