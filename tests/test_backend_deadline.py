@@ -5,7 +5,9 @@ or accepts a connection and never answers, kept a case open for ever.  Here ever
 deadline (plus a small slack for the event loop and thread scheduling on a loaded machine) as a ``DEADLINE``
 failure — reason ``FAIL_CLOSED_BACKEND_TIMEOUT``, retries recorded — and a run goes on to the next case with every
 row committed.  The deadline covers retries and their backoff; it is a profile field (``deadline_s``) and a run
-option (``--deadline-s``), recorded in the manifest.  The response envelope is read by the strict JSON rules.
+option (``--deadline-s``), recorded in the manifest.  A body sent as fast as the link allows stops at the byte
+bound (``MAX_RESPONSE_BYTES``) instead of filling memory until the deadline.  The response envelope is read by the
+strict JSON rules.
 
 Every test guards itself with an outer ``asyncio.wait_for`` (or a subprocess timeout), so on code without the
 deadline it fails instead of hanging.
