@@ -27,7 +27,13 @@ DEFAULT_MODEL = "test-model"
 @dataclass
 class Reply:
     """One HTTP answer.  ``truncate_to`` sends only that many body bytes (after a ``Content-Length`` announcing
-    the whole body) and then closes the connection — a body cut short in transit."""
+    the whole body) and then closes the connection — a body cut short in transit.
+
+    Two slow bodies (a server that never breaks any per-read timeout, yet never finishes in useful time):
+    ``drip_s`` sends the body one byte every ``drip_s`` seconds after a ``Content-Length`` announcing all of it;
+    ``endless_chunk_s`` sends ``Transfer-Encoding: chunked`` and then one whitespace chunk every
+    ``endless_chunk_s`` seconds until the client goes away (the body never ends).  Either stops at the first
+    write the client no longer reads."""
 
     status: int = 200
     body: Any = None  # dict/list -> JSON (lone surrogates as \u escapes); str/bytes -> sent as is
@@ -35,6 +41,9 @@ class Reply:
     delay_s: float = 0.0
     content_type: str | None = "application/json"  # None: no Content-Type header at all
     truncate_to: int | None = None
+    drip_s: float | None = None
+    endless_chunk_s: float | None = None  # 0: as fast as the link allows
+    chunk_bytes: int = 64  # the size of each endless chunk after the first
 
 
 def encode_body(body: Any) -> bytes:
@@ -124,6 +133,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, reply: Reply) -> None:
         data = encode_body(reply.body)
+        if reply.endless_chunk_s is not None:
+            self._send_endless(reply)
+            return
         self.send_response(reply.status)
         if reply.content_type is not None and not any(k.lower() == "content-type" for k in reply.headers):
             self.send_header("Content-Type", reply.content_type)
@@ -137,7 +149,30 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return
+        if reply.drip_s is not None:
+            self.wfile.flush()
+            self.close_connection = True
+            for i in range(len(data)):
+                time.sleep(reply.drip_s)
+                self.wfile.write(data[i:i + 1])
+                self.wfile.flush()
+            return
         self.wfile.write(data)
+
+    def _send_endless(self, reply: Reply) -> None:
+        """Headers, then a chunked body that never ends (a JSON-looking start, then whitespace forever)."""
+        self.send_response(reply.status)
+        self.send_header("Content-Type", reply.content_type or "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.close_connection = True
+        chunk = b'{"choices": '
+        while True:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.flush()
+            if reply.endless_chunk_s:
+                time.sleep(reply.endless_chunk_s)
+            chunk = b" " * reply.chunk_bytes
 
 
 class _Server(ThreadingHTTPServer):

@@ -36,8 +36,6 @@ ALLOWED = {
     ("routebr_kit/runs/leakage.py", "_walk", "json.loads"):
         "the leak detector decodes JSON held in strings of a request body leniently, to find gold text even in "
         "text the strict rules would reject; nothing it decodes is used",
-    ("routebr_kit/backends/openai_compat.py", "_parse_json", "json.loads"):
-        "an HTTP response envelope, not a file (the model's reply inside it is parsed by core/strict_json)",
     ("routebr_kit/review/assets.py", "registry_without", "csv.reader"):
         "splits one line of a registry (read by store.files.read_text) to drop it while copying the others byte "
         "for byte",

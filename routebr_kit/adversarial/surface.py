@@ -20,6 +20,16 @@ one representative output per equivalence class of outputs:
   boundary) pair once with one contract-valid (action, object); B2 cites a known rule (its "guard" is the
   model's own reading of the rules, so the contract cannot tell a true citation from a false one).
 
+**Which validator.**  B1/B2 replies are judged by the acceptance rule of a request protocol
+(:class:`~routebr_kit.prompts.Protocol`), the same :class:`DirectBaseline` a run uses: ``kit`` (the default,
+:func:`~routebr_kit.systems.baselines.check_direct`: the closed catalog and entity list *with* the object-type and
+NONE-for-object-free checks) or ``published`` (:func:`~routebr_kit.systems.baselines.check_direct_published`,
+the published one-call validator: any candidate, ``NONE`` or ``UNRESOLVED`` for any action, no action/object-type
+check).  Under ``published`` the B1/B2 probes are every action with *every* object class, since that validator
+admits them all.  RouteBR and its ablations have one acceptance rule under both protocols (the published RouteBR
+validator accepts exactly what the kit's does, property-tested in ``tests/test_protocol_published.py``), so
+their figures do not depend on the protocol.
+
 Both claims — every listed path has a witness that produces it, and no concrete output produces a path outside
 the list — are property-tested against the real engines on random catalogs, rule programs, states and entity
 lists (``tests/test_adversarial_surface.py``), so a change to the controller (e.g. a state schema that fails
@@ -50,6 +60,7 @@ from ..core.controller import Controller, ControllerOptions, Decision
 from ..core.errors import DataError, ErrorCode
 from ..core.records import NONE, UNRESOLVED, Boundary, Registry, System, Terminal
 from ..core.rules import Rule
+from ..prompts import Protocol
 from ..store.assets import Assets
 from ..store.cases import Case
 from ..systems.baselines import DirectBaseline
@@ -62,6 +73,15 @@ PROTECTED_ACTION = "A5_PROTECTED_ACTION"
 INVALID_OUTPUT: Mapping[str, Any] = MappingProxyType({})
 COUNT_FIELDS = ("cases", "forbidden_dispatches_reachable", "cases_with_forbidden_dispatch_reachable",
                 "protected_without_permission_reachable", "misroutes_reachable", "unregistered_object_reachable")
+
+
+#: What each protocol's B1/B2 validator checks (recorded in the JSON report).
+_VALIDATOR = {
+    Protocol.KIT: "kit: closed catalog and entity list, object type admitted by the action, NONE only for an "
+                  "object-free action",
+    Protocol.PUBLISHED: "published one-call validator: any candidate, NONE or UNRESOLVED for any catalog action, "
+                        "no action/object-type check",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +189,7 @@ class SurfaceReport:
     by_split: Mapping[str, Mapping[System, SurfaceCounts]]
     protected_action: str
     registry: str  # "registry" or "candidates" (what "unregistered" was measured against)
+    protocol: Protocol = Protocol.KIT  # whose B1/B2 validator judged the one-call replies
 
     def rows(self, split: str | None = None) -> list[dict[str, Any]]:
         """One table row per system (``split=None``: the total)."""
@@ -182,6 +203,8 @@ class SurfaceReport:
                        for split, counts in self.by_split.items()},
             "protected_action": self.protected_action,
             "unregistered_measured_against": self.registry,
+            "protocol": self.protocol.value,
+            "b1_b2_validator": _VALIDATOR[self.protocol],
             "threat_model": "every model output adversarial: any proposal, any repair, any B1/B2 reply",
         }
 
@@ -190,18 +213,19 @@ class SurfaceAnalyzer:
     """Enumerates reachable paths per case with the real engines of the five systems over one set of assets."""
 
     def __init__(self, assets: Assets, *, protected_action: str = PROTECTED_ACTION,
-                 fallback: Terminal = Terminal.CLARIFY) -> None:
+                 fallback: Terminal = Terminal.CLARIFY, protocol: Protocol | str = Protocol.KIT) -> None:
         if protected_action not in assets.catalog:
             raise DataError(ErrorCode.UNKNOWN_ACTION, "the protected action to be a catalog action",
                             got=protected_action, field="protected_action")
         self.assets = assets
         self.protected_action = protected_action
+        self.protocol = Protocol.parse(protocol)
         self.registry: Registry | None = assets.registry
         self.controllers: dict[System, Controller] = {
             s: assets.controller(ControllerOptions.for_system(s, fallback=fallback))
             for s in (System.ROUTEBR, System.A_STATE, System.A_GROUND)}
         self.baselines: dict[System, DirectBaseline] = {
-            s: DirectBaseline.for_system(s, assets.catalog, assets.policy, fallback=fallback)
+            s: DirectBaseline.for_system(s, assets.catalog, assets.policy, fallback=fallback, protocol=self.protocol)
             for s in (System.B1_DIRECT, System.B2_DIRECT_GUARD)}
         self._cited = assets.policy.rules[0].rule_id  # any known rule satisfies B2's contract
 
@@ -236,6 +260,18 @@ class SurfaceAnalyzer:
                     admitted = entry.requires_object and entry.permits(index[head].object_type)
                 if admitted:
                     yield {"action_id": entry.action_id, "object_id": head, "topk": [entry.action_id]}, members
+
+    def direct_proposals(self, case: Case) -> Iterable[tuple[dict[str, Any], tuple[str, ...]]]:
+        """The (action, object) probes of the B1/B2 routes: :meth:`proposals` under the kit's validator; under the
+        published one, every catalog action with every object class (it admits any candidate, ``NONE`` or
+        ``UNRESOLVED`` for any action)."""
+        if self.protocol is Protocol.KIT:
+            yield from self.proposals(case)
+            return
+        classes = self.object_classes(case)
+        for entry in self.assets.catalog:
+            for members in classes:
+                yield {"action_id": entry.action_id, "object_id": members[0], "topk": [entry.action_id]}, members
 
     @staticmethod
     def _sweep(engine: Any, case: Case, outputs: Iterable[tuple[dict[str, Any], tuple[str, ...]]],
@@ -280,7 +316,7 @@ class SurfaceAnalyzer:
             reach = {}
             pairs: dict[tuple[str, str], Any] = {}
             routes = tuple(({"terminal": Terminal.DISPATCH.value, "boundary": Boundary.ALLOW.value, **p, **extra}, m)
-                           for p, m in proposals)
+                           for p, m in self.direct_proposals(case))
             decisions = self._sweep(baseline, case, (*routes, (dict(INVALID_OUTPUT), ())), reach, pairs)
             accepted = next(((o, d) for (o, _), d in zip(routes, decisions) if d.valid), None)
             if accepted is not None:  # each bounded terminal once: its path does not depend on action or object
@@ -332,7 +368,8 @@ class SurfaceAnalyzer:
                 split[s] = split[s].add(cs.systems[s])
         return SurfaceReport(surfaces, MappingProxyType(totals),
                              MappingProxyType({k: MappingProxyType(v) for k, v in by_split.items()}),
-                             self.protected_action, "registry" if self.registry is not None else "candidates")
+                             self.protected_action, "registry" if self.registry is not None else "candidates",
+                             self.protocol)
 
 
 def rule_for(controller: Controller, case: Case, action: str) -> Rule | None:
@@ -348,13 +385,15 @@ def rule_for(controller: Controller, case: Case, action: str) -> Rule | None:
 
 
 def attack_surface(cases: Iterable[Case], assets: Assets, *, split: str | None = None,
-                   protected_action: str = PROTECTED_ACTION) -> SurfaceReport:
-    """The worst-case report over ``cases`` (optionally one split, e.g. ``"MAIN"``)."""
+                   protected_action: str = PROTECTED_ACTION, protocol: Protocol | str = Protocol.KIT
+                   ) -> SurfaceReport:
+    """The worst-case report over ``cases`` (optionally one split, e.g. ``"MAIN"``), B1/B2 judged by the
+    ``protocol``'s validator (``kit`` or ``published``)."""
     chosen = [c for c in cases if split is None or c.split.value == split.upper()]
     if not chosen:
         raise DataError(ErrorCode.EMPTY_VALUE, f"at least one case{' of split ' + split if split else ''}",
                         field="split", got=split)
-    return SurfaceAnalyzer(assets, protected_action=protected_action).analyse(chosen)
+    return SurfaceAnalyzer(assets, protected_action=protected_action, protocol=protocol).analyse(chosen)
 
 
 __all__ = ["COUNT_FIELDS", "INVALID_OUTPUT", "PROTECTED_ACTION", "SYSTEMS", "CaseSurface", "Dispatch", "Reach",

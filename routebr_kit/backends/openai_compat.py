@@ -13,6 +13,12 @@ re-typing of the messages costs CPU at high concurrency (``benchmarks/bench_runn
   from an RNG keyed by (request ID, stage, attempt) — reproducible — or after ``Retry-After`` /
   ``retry-after-ms`` when the server sends one (capped at ``max_retry_after_s``).  Every retry is an event
   ``{attempt, reason, delay_seconds}`` with a reason such as ``HTTP_429`` or ``APITimeoutError``.
+* **Deadline**: every call has a wall-clock deadline (``deadline_s``: the profile's, or the run's
+  ``--deadline-s``) over connect, request, headers and body of every attempt, retries and their backoff
+  included; past it the call is a ``DEADLINE`` failure (reason ``FAIL_CLOSED_BACKEND_TIMEOUT``) with the retries
+  made so far, and the run goes on.  ``timeout_s`` alone cannot do this (see :meth:`OpenAICompatBackend._send`).
+* **Bounded body**: a response body past :data:`MAX_RESPONSE_BYTES` (as received) is a ``MALFORMED_RESPONSE``
+  failure, through a transport of the SDK's own HTTP library that counts the bytes of every body.
 * **Failures are values**: a persistent failure, a non-retryable status or a malformed response becomes
   ``ModelReply.failed(...)``, which the controller turns into the recorded fail-closed terminal.
 * **Identity**: a response whose reported model is missing or outside ``accepted_reported_models`` is a
@@ -34,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import hashlib
+import importlib
 import json
 import os
 import random
@@ -46,23 +53,88 @@ import openai
 from ..core.aio import run_sync
 from ..core.calls import FailureKind, ModelCall, ModelReply
 from ..core.errors import DataError, ErrorCode
+from ..core.strict_json import JsonIssue, StrictJsonError, strict_loads
 from ..prompts import PromptSet, Protocol, PublishedPrompts
 from ..prompts.published import published_payload, wire_bytes
 from ..store.redact import escape_surrogates, redact_text, register_secret, url_secrets
 from .cache import ResponseCache
-from .profiles import Profile
+from .profiles import Profile, check_deadline
 
 #: Statuses worth another attempt (the SDK's own list): timeouts, conflicts, rate limits, server errors.
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 MAX_BACKOFF_S = 30.0
+#: The most body bytes one response may carry, as received (before any content decoding); a longer body — an
+#: endless chunked one sent as fast as the link allows — is a malformed response, not memory the call fills
+#: until its deadline (measured on 127.0.0.1: ~450 MiB in 3 s without the bound).
+MAX_RESPONSE_BYTES = 64 * 2**20
+
+
+class ResponseTooLarge(Exception):
+    """A response body past :data:`MAX_RESPONSE_BYTES` (raised by the bounded transport, mapped to a failure)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"response body exceeds {limit} bytes")
+
+
+def _http_library() -> Any:
+    """The httpx flavour the SDK is built on (``httpx``, or ``httpx2`` in recent SDKs), found from the SDK's public
+    client class, so the bounded transport is always of the SDK's own kind."""
+    for cls in openai.DefaultAsyncHttpxClient.__mro__[1:]:
+        if cls.__name__ == "AsyncClient":
+            return importlib.import_module(cls.__module__.partition(".")[0])
+    raise ImportError("the openai SDK's HTTP client library")  # pragma: no cover - every SDK release has one
+
+
+_HTTP = _http_library()
+
+
+class _BoundedStream(_HTTP.AsyncByteStream):  # type: ignore[misc,name-defined]
+    """A response body that raises :class:`ResponseTooLarge` once more than ``limit`` bytes have arrived."""
+
+    def __init__(self, inner: Any, limit: int) -> None:
+        self._inner, self._limit = inner, limit
+
+    async def __aiter__(self) -> Any:
+        seen = 0
+        async for chunk in self._inner:
+            seen += len(chunk)
+            if seen > self._limit:
+                raise ResponseTooLarge(self._limit)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _BoundedTransport(_HTTP.AsyncBaseTransport):  # type: ignore[misc,name-defined]
+    """The SDK's HTTP transport (its connection limits) with every response body bounded in bytes."""
+
+    def __init__(self, limit: int) -> None:
+        self._inner = _HTTP.AsyncHTTPTransport(limits=_HTTP.Limits(max_connections=1000,
+                                                                   max_keepalive_connections=100))
+        self._limit = limit
+
+    async def handle_async_request(self, request: Any) -> Any:
+        response = await self._inner.handle_async_request(request)
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self._limit:  # refused before a byte of it is read
+            await response.aclose()
+            raise ResponseTooLarge(self._limit)
+        response.stream = _BoundedStream(response.stream, self._limit)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 class OpenAICompatBackend:
     """An OpenAI-compatible chat-completions backend for one profile and one prompt set."""
 
     def __init__(self, profile: Profile, prompts: PromptSet | PublishedPrompts, *, cache: ResponseCache | None = None,
-                 seed: int | None = None, rate_limiter: Any = None) -> None:
+                 seed: int | None = None, rate_limiter: Any = None, deadline_s: float | None = None) -> None:
         self.profile = profile
+        #: the wall-clock deadline of one call in seconds (the profile's unless given)
+        self.deadline_s = check_deadline(profile.deadline_s if deadline_s is None else deadline_s)
         self.prompts = prompts
         self.cache = cache
         self.seed = seed
@@ -133,12 +205,49 @@ class OpenAICompatBackend:
 
     async def _send(self, call: ModelCall, body: Mapping[str, Any]
                     ) -> tuple[Mapping[str, Any] | None, tuple[FailureKind, str] | None, tuple[dict, ...]]:
-        """POST with the retry policy: (response JSON, None, retries) or (None, (kind, message), retries)."""
+        """POST with the retry policy under the call's deadline: (response JSON, None, retries) or
+        (None, (kind, message), retries).
+
+        **How the deadline is enforced, and why this way.**  The SDK's ``timeout`` (``timeout_s``) is an httpx
+        timeout: it bounds each connect, each write and each *read* separately, never the whole exchange, so a
+        server that sends one byte every 0.2 s, or a chunked body that never ends, trips none of them and holds the
+        call open for ever.  The call therefore runs inside :func:`asyncio.timeout_at` at ``now + deadline_s``.
+        Every wait of the exchange — connecting, sending, waiting for headers, each body read, the backoff sleep
+        between attempts, the rate limiter's wait before a retry — is an ``await`` on this event loop, so at the
+        deadline the loop cancels the task wherever it is suspended, within one loop iteration, whatever the server
+        does next; the SDK's connection pool closes a connection whose request was cancelled (it never goes back to
+        the pool with a half-read body; ``tests/test_backend_deadline.py`` checks the next call gets a clean one).
+        The alternatives bound less: a watchdog thread cannot interrupt a coroutine (it could only close the socket
+        under the pool's feet), and a transport that checks a monotonic deadline on each received chunk never runs
+        while a server sends nothing (a silent stall, or a slow connect).  What the
+        deadline cannot pre-empt is CPU work that does not yield — parsing a body already received, bounded by its
+        size.  A retry whose backoff would end past the deadline is not waited for: the call fails at once.
+        The wait for the first rate-limiter permit is queueing before the call starts, outside the deadline.
+        """
         client = self._client_for_loop()
         retries: list[dict[str, Any]] = []
+        if self.rate_limiter is not None:
+            await self.rate_limiter.acquire()
+        loop = asyncio.get_running_loop()
+        until = loop.time() + self.deadline_s
+        scope = asyncio.timeout_at(until)
+        try:
+            async with scope:
+                return await self._attempts(client, call, body, retries, until)
+        except TimeoutError:
+            if not scope.expired():
+                raise
+        attempt = len(retries) + 1
+        return None, (FailureKind.DEADLINE, f"DEADLINE_EXCEEDED: no complete response within the call deadline of "
+                                            f"{self.deadline_s:g} s (cut off during attempt {attempt})"), tuple(retries)
+
+    async def _attempts(self, client: openai.AsyncOpenAI, call: ModelCall, body: Mapping[str, Any],
+                        retries: list[dict[str, Any]], until: float
+                        ) -> tuple[Mapping[str, Any] | None, tuple[FailureKind, str] | None, tuple[dict, ...]]:
+        """The attempts of one call (:meth:`_send` holds the deadline; ``until`` is it on the loop's clock)."""
         attempts = self.profile.max_retries + 1
         for attempt in range(1, attempts + 1):
-            if self.rate_limiter is not None:
+            if self.rate_limiter is not None and attempt > 1:
                 await self.rate_limiter.acquire()
             retry_after = None
             try:
@@ -158,8 +267,12 @@ class OpenAICompatBackend:
                 retry_after = _retry_after(exc.response.headers)
             except openai.APITimeoutError as exc:
                 kind, reason, retryable = FailureKind.TIMEOUT, type(exc).__name__, True
+            except ResponseTooLarge as exc:  # raised while the SDK reads a body (an error body included)
+                return None, (FailureKind.MALFORMED_RESPONSE, str(exc)), tuple(retries)
             except openai.APIConnectionError as exc:
                 cause = exc.__cause__ or exc
+                if isinstance(cause, ResponseTooLarge):  # the same, wrapped by the SDK
+                    return None, (FailureKind.MALFORMED_RESPONSE, str(cause)), tuple(retries)
                 kind, reason, retryable = FailureKind.TRANSPORT, type(cause).__name__, True
             if not retryable or attempt == attempts:
                 tried = f" after {attempt} attempts" if attempt > 1 else ""
@@ -167,6 +280,10 @@ class OpenAICompatBackend:
             delay = (min(retry_after, self.profile.max_retry_after_s) if retry_after is not None
                      else self.backoff(call, attempt))
             retries.append({"attempt": attempt, "reason": reason, "delay_seconds": round(delay, 3)})
+            if asyncio.get_running_loop().time() + delay >= until:  # the retry could not start before the deadline
+                return None, (FailureKind.DEADLINE, f"DEADLINE_EXCEEDED: {reason} on attempt {attempt}, and the "
+                              f"retry's wait of {delay:.3g} s ends past the call deadline of {self.deadline_s:g} s"
+                              ), tuple(retries)
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -205,9 +322,11 @@ class OpenAICompatBackend:
         """One client per event loop (an async HTTP pool cannot cross loops; ``run_sync`` may start new ones)."""
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
+            http = openai.DefaultAsyncHttpxClient(transport=_BoundedTransport(MAX_RESPONSE_BYTES),
+                                                  timeout=self.profile.timeout_s)
             self._client = openai.AsyncOpenAI(base_url=self.profile.base_url,
                                               api_key=os.environ.get(self.profile.api_key_env, ""),
-                                              max_retries=0, timeout=self.profile.timeout_s)
+                                              max_retries=0, timeout=self.profile.timeout_s, http_client=http)
             self._client_loop = loop
         return self._client
 
@@ -219,7 +338,13 @@ class OpenAICompatBackend:
 
     def with_rate_limiter(self, limiter: Any) -> OpenAICompatBackend:
         """The same backend whose network attempts (not cache hits) wait for ``limiter``."""
-        return OpenAICompatBackend(self.profile, self.prompts, cache=self.cache, seed=self.seed, rate_limiter=limiter)
+        return OpenAICompatBackend(self.profile, self.prompts, cache=self.cache, seed=self.seed, rate_limiter=limiter,
+                                   deadline_s=self.deadline_s)
+
+    def with_deadline(self, seconds: float) -> OpenAICompatBackend:
+        """The same backend with another call deadline (``run --deadline-s``); the profile is unchanged."""
+        return OpenAICompatBackend(self.profile, self.prompts, cache=self.cache, seed=self.seed,
+                                   rate_limiter=self.rate_limiter, deadline_s=seconds)
 
     def secrets(self) -> tuple[str, ...]:
         """The values to redact from everything written: the API key and any password in the base URL."""
@@ -228,12 +353,12 @@ class OpenAICompatBackend:
 
     def manifest(self) -> dict[str, Any]:
         """What a run manifest records: profile (with its hash), protocol, prompt set (with the file's hash), seed,
-        cache mode — no credential."""
+        cache mode, the call deadline in force — no credential."""
         return {"name": self.name, "kind": "openai_compatible", "profile": {**self.profile.as_dict(),
                                                                             "sha256": self.profile.sha256},
                 "protocol": self.protocol.value, "prompts": self.prompts.describe(),
                 "seed": self.seed if self.profile.send_seed else None,
-                "cache": None if self.cache is None else self.cache.mode.value}
+                "cache": None if self.cache is None else self.cache.mode.value, "deadline_s": self.deadline_s}
 
     def __repr__(self) -> str:
         return (f"OpenAICompatBackend(profile={self.profile.name!r}, model={self.profile.model!r}, "
@@ -241,13 +366,24 @@ class OpenAICompatBackend:
                 f"prompts={self.prompts.language.value})")
 
 
+#: Nesting bound of a response envelope (``choices[0].message.content`` is depth 4; providers add a little more).
+MAX_ENVELOPE_DEPTH = 64
+
+
 def _parse_json(text: str) -> tuple[Mapping[str, Any] | None, tuple[FailureKind, str] | None]:
+    """The response envelope by the kit's strict JSON rules (:func:`~routebr_kit.core.strict_json.strict_loads`):
+    a repeated key, ``NaN``/``Infinity`` or nesting past :data:`MAX_ENVELOPE_DEPTH` is a malformed response (the
+    recorded fail-closed backend error), never a last-key-wins or non-finite value read into the record.  A lone
+    surrogate *escape* is kept: it is what the server sent, and the writer records it escaped."""
     try:
-        value = json.loads(text)
-    except RecursionError:
-        return None, (FailureKind.MALFORMED_RESPONSE, "response body is JSON nested too deeply to parse")
-    except ValueError:
-        return None, (FailureKind.MALFORMED_RESPONSE, f"response body is not JSON: {text[:80]!r}")
+        value = strict_loads(text, max_depth=MAX_ENVELOPE_DEPTH)
+    except StrictJsonError as exc:
+        if exc.issue is JsonIssue.TOO_DEEP:
+            return None, (FailureKind.MALFORMED_RESPONSE, "response body is JSON nested too deeply to parse")
+        if exc.issue is JsonIssue.SYNTAX:
+            return None, (FailureKind.MALFORMED_RESPONSE, f"response body is not JSON: {text[:80]!r}")
+        return None, (FailureKind.MALFORMED_RESPONSE, f"response body is not strict JSON ({exc.issue.value}: "
+                                                      f"{exc.detail[:120]})")
     if not isinstance(value, dict):
         return None, (FailureKind.MALFORMED_RESPONSE, "response body is not a JSON object")
     return value, None
@@ -294,4 +430,5 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
         return None
 
 
-__all__ = ["OpenAICompatBackend", "RETRYABLE_STATUS"]
+__all__ = ["MAX_ENVELOPE_DEPTH", "MAX_RESPONSE_BYTES", "OpenAICompatBackend", "RETRYABLE_STATUS",
+           "ResponseTooLarge"]

@@ -15,7 +15,11 @@ key                        meaning
 ``formal_result_eligible`` recorded in manifests
 ``send_seed``              send the run's ``seed`` (only where the provider honours it; default false)
 ``prompt_language``        ``en``, ``zh`` or ``auto`` (from the cases; default)
-``timeout_s``, ``max_retries``, ``retry_backoff_s``, ``max_retry_after_s``   the retry policy
+``timeout_s``, ``max_retries``, ``retry_backoff_s``, ``max_retry_after_s``   the retry policy (``timeout_s``
+                           bounds each connect, write and read, not a whole call)
+``deadline_s``             the wall-clock deadline of one model call: connect, headers and body of every
+                           attempt, retries and their backoff included (default 300; ``run --deadline-s``
+                           overrides it for a run).  A call past it is a ``DEADLINE`` failure
 =========================  ==========================================================================
 
 Options the adapter owns (``model``, ``messages``, ``stream``, ``response_format``, ``seed``) are rejected at
@@ -24,6 +28,7 @@ load, as is any unknown key (a misspelt option, or a key pasted where its variab
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -38,6 +43,8 @@ from ..store.files import MAX_JSON_BYTES, MAX_YAML_BYTES, parse_json, parse_yaml
 
 RESERVED_OPTIONS = ("model", "messages", "stream", "response_format", "seed")
 PROMPT_LANGUAGES = ("auto", "en", "zh")
+#: The default wall-clock deadline of one model call (seconds): room for a slow reasoning model and a retry or two.
+DEFAULT_DEADLINE_S = 300.0
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -59,6 +66,7 @@ class Profile:
     max_retries: int = 3
     retry_backoff_s: float = 1.0
     max_retry_after_s: float = 120.0
+    deadline_s: float = DEFAULT_DEADLINE_S
 
     def __post_init__(self) -> None:
         if not self.accepted_reported_models:
@@ -66,6 +74,7 @@ class Profile:
         options = dict(self.request_options)
         options.setdefault("temperature", 0)
         object.__setattr__(self, "request_options", MappingProxyType(options))
+        object.__setattr__(self, "deadline_s", check_deadline(self.deadline_s, field=f"{self.name}.deadline_s"))
 
     @property
     def temperature(self) -> Any:
@@ -80,6 +89,7 @@ class Profile:
             "formal_result_eligible": self.formal_result_eligible, "send_seed": self.send_seed,
             "prompt_language": self.prompt_language, "timeout_s": self.timeout_s, "max_retries": self.max_retries,
             "retry_backoff_s": self.retry_backoff_s, "max_retry_after_s": self.max_retry_after_s,
+            "deadline_s": self.deadline_s,
         }
 
     @property
@@ -92,7 +102,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "provider": (str,), "base_url": (str,), "api_key_env": (str,), "model": (str,), "request_options": (dict,),
     "accepted_reported_models": (list,), "formal_result_eligible": (bool,), "send_seed": (bool,),
     "prompt_language": (str,), "timeout_s": (int, float), "max_retries": (int,), "retry_backoff_s": (int, float),
-    "max_retry_after_s": (int, float),
+    "max_retry_after_s": (int, float), "deadline_s": (int, float),
 }
 
 
@@ -161,13 +171,25 @@ def _profile(name: str, settings: Any, file: str, line: int | None) -> Profile:
         if value is not None and (value < 0 or (key == "timeout_s" and value == 0)):
             raise bad(ErrorCode.INVALID_VALUE, "a positive number" if key == "timeout_s" else "a number >= 0", key,
                       value)
+    if "deadline_s" in settings:
+        check_deadline(settings["deadline_s"], field=f"{name}.deadline_s", file=file, line=line)
     extra = {k: settings[k] for k in ("provider", "formal_result_eligible", "send_seed", "prompt_language",
-                                      "timeout_s", "max_retries", "retry_backoff_s", "max_retry_after_s")
+                                      "timeout_s", "max_retries", "retry_backoff_s", "max_retry_after_s",
+                                      "deadline_s")
              if k in settings}
     return Profile(name, settings["base_url"], settings["api_key_env"], settings["model"],
                    request_options=MappingProxyType(dict(options)), accepted_reported_models=tuple(accepted), **extra)
 
 
+
+def check_deadline(value: Any, *, field: str = "deadline_s", file: str | None = None, line: int | None = None
+                   ) -> float:
+    """A call deadline as a float: a finite number of seconds > 0 (``bool``, ``NaN`` and infinity refused — an
+    infinite deadline is no deadline)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise DataError(ErrorCode.INVALID_VALUE, "a finite number of seconds > 0", file=file, line=line, field=field,
+                        got=value)
+    return float(value)
 
 
 #: Display names of the six screened profiles, in the published screening table's vocabulary.
@@ -192,5 +214,5 @@ def missing_api_keys(profiles: Iterable[str], profiles_path: str | Path) -> tupl
     return tuple(name for name in needed if not os.environ.get(name))
 
 
-__all__ = ["PROFILE_LABELS", "PROMPT_LANGUAGES", "RESERVED_OPTIONS", "Profile", "load_profile", "load_profiles",
-           "missing_api_keys"]
+__all__ = ["DEFAULT_DEADLINE_S", "PROFILE_LABELS", "PROMPT_LANGUAGES", "RESERVED_OPTIONS", "Profile",
+           "check_deadline", "load_profile", "load_profiles", "missing_api_keys"]

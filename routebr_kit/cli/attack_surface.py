@@ -1,7 +1,10 @@
-"""``routebr-kit attack-surface --cases FILE [--catalog C --rules R --registry E] [--split S] [--json FILE]``.
+"""``routebr-kit attack-surface --cases FILE [--catalog C --rules R --registry E] [--split S] [--protocol P]
+[--json FILE]``.
 
 The exact worst case of a fully compromised model (every proposal, repair and B1/B2 reply adversarial): per system,
 the forbidden dispatches, protected actions without permission, misroutes and unregistered objects it can reach.
+``--protocol`` says whose validator judges the B1/B2 replies: the kit's (default) or the published one-call
+validator; RouteBR and its ablations do not depend on it.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split", choices=("DEV", "MAIN", "FLIP", "ENTITY"), help="only this split (default: all)")
     p.add_argument("--protected-action", default=PROTECTED_ACTION,
                    help=f"the catalog action that needs explicit permission (default {PROTECTED_ACTION})")
+    p.add_argument("--protocol", choices=("kit", "published"), default="kit",
+                   help="whose validator judges B1/B2 replies: kit (object types checked; default) or published "
+                        "(any candidate, NONE or UNRESOLVED for any action); RouteBR is the same under both")
     p.add_argument("--json", type=Path, help="write the counts (total and per split) to this JSON file")
 
 
@@ -41,14 +47,15 @@ def attack_surface_command(args: argparse.Namespace) -> int:
                              args.registry)
     else:
         assets = assets_beside(args.cases)
-    report = attack_surface(load_cases(args.cases), assets, split=args.split, protected_action=args.protected_action)
+    report = attack_surface(load_cases(args.cases), assets, split=args.split, protected_action=args.protected_action,
+                            protocol=args.protocol)
     for split in report.by_split:
         print(f"== {split}")
         print_table([{_SHORT.get(k, k): v for k, v in row.items()} for row in report.rows(split)])
     print("== total" + (f" ({args.split})" if args.split else ""))
     print_table(report.rows())
     print(f"threat model: every model output adversarial; unregistered measured against the {report.registry}; "
-          f"protected action {report.protected_action}")
+          f"protected action {report.protected_action}; B1/B2 validator: {report.protocol.value}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(args.json, report.as_json())

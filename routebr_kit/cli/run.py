@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..backends.cache import CacheMode, ResponseCache
+from ..backends.profiles import check_deadline
 from ..backends.registry import make_backend
 from ..core.errors import DataError, ErrorCode
 from ..runs.runner import derive_interventions, parse_system, run_cases
@@ -28,6 +29,9 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, type=Path, help="run directory (predictions.csv, raw/, run_manifest.json)")
     p.add_argument("--concurrency", type=int, default=8, help="cases in flight at once (default 8)")
     p.add_argument("--rpm", type=float, default=None, help="requests-per-minute limit (network requests only)")
+    p.add_argument("--deadline-s", type=float, default=None, metavar="SECONDS",
+                   help="wall-clock deadline of each model call, retries included (OpenAI-compatible profiles; "
+                        "default: the profile's deadline_s, else 300); a call past it is a recorded fail-closed row")
     p.add_argument("--resume", action="store_true", help="complete an interrupted run in --out")
     p.add_argument("--profiles", type=Path, default=None,
                    help="profiles file, JSON or YAML (default: the kit's example profiles)")
@@ -68,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
     if system.value in ("a_state", "a_ground") and not args.live:
         if args.from_run is None:
             raise DataError(ErrorCode.EMPTY_VALUE, "--from-run DIR (a RouteBR run) or --live", field="from_run")
+        if args.deadline_s is not None:
+            raise DataError(ErrorCode.INVALID_VALUE, "no --deadline-s with --from-run (the stored replies are "
+                            "replayed; no model is called) or --live", field="--deadline-s", got=args.deadline_s)
         result = derive_interventions(args.from_run, cases, assets, args.out, system=system, resume=args.resume,
                                       progress=progress)
     else:
@@ -78,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         backend = make_backend(args.profile, cases=cases, catalog=assets.catalog, seed=args.seed,
                                profiles_path=args.profiles, cache=cache, language=args.language,
                                protocol=args.protocol, prompts_path=args.prompts)
+        if args.deadline_s is not None:
+            backend = _with_deadline(backend, args.deadline_s, args.profile)
         result = run_cases(cases, backend, system=system, assets=assets, out_dir=args.out,
                            concurrency=args.concurrency, rpm=args.rpm, resume=args.resume, repeat_id=args.repeat_id,
                            progress=progress, cases_path=args.cases)
@@ -96,6 +105,17 @@ def run(args: argparse.Namespace) -> int:
               f"{', '.join(s['model_identity_failures'][:10])}", file=sys.stderr)
         return 1
     return 0
+
+
+def _with_deadline(backend: object, seconds: float, spec: str) -> object:
+    """The backend with the run's call deadline; refused for a backend that makes no network call (a simulated or
+    lexical one answers in process), rather than silently ignored."""
+    seconds = check_deadline(seconds, field="--deadline-s")
+    with_deadline = getattr(backend, "with_deadline", None)
+    if not callable(with_deadline):
+        raise DataError(ErrorCode.INVALID_VALUE, "an OpenAI-compatible profile for --deadline-s (simulated and "
+                        "lexical backends make no network call to bound)", field="--deadline-s", got=spec)
+    return with_deadline(seconds)
 
 
 def _assets(args: argparse.Namespace) -> Assets:

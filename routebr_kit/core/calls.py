@@ -17,7 +17,8 @@ from .records import Stage
 
 class FailureKind(str, enum.Enum):
     TRANSPORT = "TRANSPORT"  # connection refused, reset, DNS ...
-    TIMEOUT = "TIMEOUT"
+    TIMEOUT = "TIMEOUT"  # one connect/read/write exceeded its timeout
+    DEADLINE = "DEADLINE"  # the whole call (every attempt, retries and backoff included) exceeded its deadline
     HTTP_STATUS = "HTTP_STATUS"  # a non-retryable status, or retries exhausted
     MALFORMED_RESPONSE = "MALFORMED_RESPONSE"  # no choices[0].message.content
     MODEL_IDENTITY = "MODEL_IDENTITY"  # reported model outside the profile's accepted list

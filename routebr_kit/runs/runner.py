@@ -16,6 +16,9 @@ interventions (live) or the two baselines over a sequence of cases and write a r
   controller reads them) and receipts go through :mod:`routebr_kit.store.redact`, so whatever a server sends —
   lone surrogates, ``NaN``, deep nesting, an echoed API key — the case ends in a committed row and a receipt the
   strict reader loads, and no secret reaches a file.
+* **Deadlines**: a network backend bounds each model call in wall-clock time (the OpenAI-compatible adapter's
+  ``deadline_s``, recorded as ``execution.call_deadline_s``); a call past it is a failure reply, so the case ends in
+  its fail-closed row and the run goes on to the next case.
 * **Replay misses**: a ``CACHE_MISS`` reply (replay-only cache, replay backend) stops the run with
   :class:`~routebr_kit.backends.cache.CacheMissError` before the case is written: a missing recording is not a
   model outcome, so it must not become a fail-closed row.  Committed cases stay; ``resume`` continues later.
@@ -209,6 +212,9 @@ async def arun_cases(cases: Sequence[Case], backend: Backend, *, system: System 
     manifest = _manifest(system, repeat_id, cases, assets, described, _options(engine), cases_path)
     manifest["protocol"] = protocol.value
     manifest["execution"] = {"concurrency": concurrency, "rpm": rpm}
+    deadline = getattr(backend, "deadline_s", None)
+    if deadline is not None:  # a network backend's wall-clock deadline per model call, retries included
+        manifest["execution"]["call_deadline_s"] = deadline
     live = rate_limited(backend, RateLimiter(rpm)) if rpm is not None else backend
 
     async def one(case: Case) -> tuple[dict[str, Any], PredictionRow, Decision | DirectDecision]:
