@@ -35,6 +35,9 @@ METRICS: Mapping[str, str] = {
     "flip_pairs_drop": "count", "false_dispatch_increase": "count", "false_block_increase": "count",
     "path_exact_drop": "pp", "strict_exact_drop": "pp", "object_accuracy_drop": "pp",
     "widening": "count",  # actions whose dispatch set the candidate release widens (routebr_kit.verify.releases)
+    # paired statistics of the path-exact change (routebr_kit.evaluation.paired): the one-sided exact McNemar
+    # p-value of a regression, and the exact paired-bootstrap one-sided 95% lower confidence bound of the drop
+    "path_exact_regression_p": "p", "path_exact_drop_lcb": "pp",
 }
 OPERATORS: Mapping[str, Callable[[float, float], bool]] = {
     "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
@@ -115,8 +118,9 @@ def parse_criterion(text: str, *, where: str = "gate") -> Criterion:
     if METRICS[metric] == "pp" and unit is None:
         raise DataError(ErrorCode.INVALID_OPERAND, f"{metric} in percentage points (write e.g. {number}pp)",
                         got=text, field=where)
-    if METRICS[metric] == "count" and unit is not None:
-        raise DataError(ErrorCode.INVALID_OPERAND, f"{metric} as a count (no 'pp')", got=text, field=where)
+    if METRICS[metric] != "pp" and unit is not None:
+        raise DataError(ErrorCode.INVALID_OPERAND, f"{metric} as a {METRICS[metric]} (no 'pp')", got=text,
+                        field=where)
     return Criterion(metric, op, threshold, split)
 
 
