@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from ..core.errors import DataError, ErrorCode
-from ..review.calibration import (ALPHA, MAX_N, TARGET_POWER, build_design, calibrate, parse_effect, parse_models,
+from ..review.calibration import (ALPHA, MAX_N, TARGET_POWER, build_design, calibrate, merge_repeats, parse_effect, parse_models,
                                   select_tasks)
 from ..review.gate import DEFAULT_GATE, Gate
 from ..review.ledgers import load_ledgers, load_many
@@ -57,7 +57,7 @@ def gate_check(args: argparse.Namespace) -> int:
         ledgers = load_ledgers(args.artifact, details=False)
     else:
         ledgers = load_many(args.ledger, cases=args.cases, details=False)
-    ledgers = select_tasks(ledgers, args.task)
+    ledgers = select_tasks(merge_repeats(ledgers), args.task)
     results = []
     for model in models:
         design = build_design(ledgers, model, reruns=args.reruns, seed=args.seed)

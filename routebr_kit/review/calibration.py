@@ -570,7 +570,7 @@ def criterion_note(calibration: Calibration, criterion: Criterion) -> str:
 
 __all__ = ["ALPHA", "MAX_N", "SPLITS", "TARGET_POWER", "UNCALIBRATED", "Calibration", "CriterionCalibration", "Design",
            "Draws", "Rate", "ReRunModel", "alarm_counts", "build_design", "calibrate", "criterion_note",
-           "observed_draws", "outcome_metrics", "parse_effect", "parse_models", "select_tasks", "simulator_profile"]
+           "merge_repeats", "observed_draws", "outcome_metrics", "parse_effect", "parse_models", "select_tasks", "simulator_profile"]
 
 
 def select_tasks(ledgers: LedgerSet, prefixes: Sequence[str]) -> LedgerSet:
@@ -583,3 +583,29 @@ def select_tasks(ledgers: LedgerSet, prefixes: Sequence[str]) -> LedgerSet:
         raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a task prefix of the ledgers (" + ", ".join(sorted(ledgers.tasks))
                         + ")", got=list(prefixes), field="task")
     return LedgerSet(ledgers.root, ledgers.kind, chosen, ledgers.assets, ledgers.manifest)
+
+
+def merge_repeats(ledgers: LedgerSet) -> LedgerSet:
+    """Tasks ``…/repeat-<i>`` (the folders of ``run --repeats N``) of one system merged into one task per parent
+    folder, so the ``repeats`` re-run model sees every repeat of a case together."""
+    import re
+
+    groups: dict[str, list[LedgerTask]] = {}
+    for key in sorted(ledgers.tasks):
+        parent = re.sub(r"(^|/)repeat-\d+$", "", key) or "."
+        groups.setdefault(parent, []).append(ledgers.tasks[key])
+    if all(len(g) == 1 for g in groups.values()):
+        return ledgers
+    tasks = {}
+    for parent, members in groups.items():
+        first = members[0]
+        if len(members) == 1:
+            tasks[first.key] = first
+            continue
+        if len({t.system for t in members}) != 1:
+            raise DataError(ErrorCode.INVALID_VALUE, "repeat folders of one system", field="system",
+                            got=sorted(t.system.value for t in members), file=str(first.path.parent))
+        rows = tuple(r for t in members for r in t.rows)
+        tasks[parent] = LedgerTask(parent, first.system, rows, first.cases, first.path.parent, (), first.manifest, {},
+                                   first.cases_path)
+    return LedgerSet(ledgers.root, ledgers.kind, tasks, ledgers.assets, ledgers.manifest)
