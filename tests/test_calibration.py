@@ -18,10 +18,18 @@ from hypothesis import strategies as st
 from routebr_kit.cli.main import main
 from routebr_kit.core.errors import DataError, ErrorCode
 from routebr_kit.core.records import System
-from routebr_kit.evaluation.paired import (bootstrap_drop_distribution, bootstrap_drop_quantile, drop_lcb,
-                                           regression_p)
-from routebr_kit.review.calibration import (UNCALIBRATED, ReRunModel, alarm_counts, build_design, calibrate,
-                                            observed_draws, outcome_metrics, parse_effect, parse_models)
+from routebr_kit.evaluation.paired import bootstrap_drop_distribution, bootstrap_drop_quantile, drop_lcb, regression_p
+from routebr_kit.review.calibration import (
+    UNCALIBRATED,
+    ReRunModel,
+    alarm_counts,
+    build_design,
+    calibrate,
+    observed_draws,
+    outcome_metrics,
+    parse_effect,
+    parse_models,
+)
 from routebr_kit.review.diff import diff_ledgers
 from routebr_kit.review.gate import METRICS, Gate, parse_criterion
 from routebr_kit.review.ledgers import LedgerSet, LedgerTask, load_ledgers

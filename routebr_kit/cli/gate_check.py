@@ -15,8 +15,17 @@ import json
 from pathlib import Path
 
 from ..core.errors import DataError, ErrorCode
-from ..review.calibration import (ALPHA, MAX_N, TARGET_POWER, build_design, calibrate, merge_repeats, parse_effect, parse_models,
-                                  select_tasks)
+from ..review.calibration import (
+    ALPHA,
+    MAX_N,
+    TARGET_POWER,
+    build_design,
+    calibrate,
+    merge_repeats,
+    parse_effect,
+    parse_models,
+    select_tasks,
+)
 from ..review.gate import DEFAULT_GATE, Gate
 from ..review.ledgers import load_ledgers, load_many
 from .common import command, print_table

@@ -23,7 +23,6 @@ from ..store.cases import Case, Split, load_cases
 from ..store.ledger import MANIFEST, PREDICTIONS, PredictionRow, read_predictions, write_json_atomic
 from .common import command, print_table
 
-
 #: The run directory of one repeat under ``run --repeats N --out OUT``.
 REPEAT_DIR = "repeat-{}"
 

@@ -570,7 +570,8 @@ def criterion_note(calibration: Calibration, criterion: Criterion) -> str:
 
 __all__ = ["ALPHA", "MAX_N", "SPLITS", "TARGET_POWER", "UNCALIBRATED", "Calibration", "CriterionCalibration", "Design",
            "Draws", "Rate", "ReRunModel", "alarm_counts", "build_design", "calibrate", "criterion_note",
-           "merge_repeats", "observed_draws", "outcome_metrics", "parse_effect", "parse_models", "select_tasks", "simulator_profile"]
+           "merge_repeats", "observed_draws", "outcome_metrics", "parse_effect", "parse_models", "select_tasks",
+           "simulator_profile"]
 
 
 def select_tasks(ledgers: LedgerSet, prefixes: Sequence[str]) -> LedgerSet:

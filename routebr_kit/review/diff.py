@@ -175,7 +175,8 @@ class DiffReport:
                                  else sum(c.needs_live_rerun for c in chosen)),
         }
         if delta is None:
-            return out | {"path_exact_regression_p": 1.0, "path_exact_drop_lcb": 0.0, "path_exact_drop": 0.0, "strict_exact_drop": 0.0, "object_accuracy_drop": 0.0,
+            return out | {"path_exact_regression_p": 1.0, "path_exact_drop_lcb": 0.0,
+                          "path_exact_drop": 0.0, "strict_exact_drop": 0.0, "object_accuracy_drop": 0.0,
                           "flip_pairs_drop": 0, "false_dispatch_increase": 0, "false_block_increase": 0}
         b, c = delta.base, delta.candidate
 

@@ -12,8 +12,9 @@ mapping ``{metric: "<= 0"}``, or either under a ``gate`` key.  Rate metrics (``*
 percentage points and must say so (``pp``); count metrics and the p-value ``path_exact_regression_p`` must not.
 ``path_exact_regression_p`` (one-sided exact McNemar) and ``path_exact_drop_lcb`` (exact paired-bootstrap lower
 bound) read the paired discordant rows (:mod:`routebr_kit.evaluation.paired`); how often any criterion fails with
-nothing changed is estimated by :mod:`routebr_kit.review.calibration` (``routebr-kit gate-check``).  Unknown metrics, operators, splits and
-malformed numbers are typed :class:`~routebr_kit.core.errors.DataError` values, never a silent default.
+nothing changed is estimated by :mod:`routebr_kit.review.calibration` (``routebr-kit gate-check``).  Unknown
+metrics, operators, splits and malformed numbers are typed :class:`~routebr_kit.core.errors.DataError` values,
+never a silent default.
 """
 
 from __future__ import annotations
