@@ -1,7 +1,8 @@
 """``routebr-kit diff BASE CANDIDATE``: paired diff of two ledger sets with an optional CI gate.
 
 Exit status: 0 the gate passed (or no gate), 1 the gate failed (a regression), 2 the ledgers are not comparable
-(or the input is bad).
+(or the input is bad).  With a gate, each criterion's line also shows its A/A false-alarm rate calibrated on the
+base ledgers (:mod:`routebr_kit.review.calibration`, stratum re-run model, ``--calibration-sims``).
 """
 
 from __future__ import annotations

@@ -4,6 +4,11 @@ Per split (and over every scored row when the ledger spans several): contract ex
 interval, the strict ``action@object`` path, false dispatch and false block with their denominators, object
 accuracy and path macro-F1; FLIP pair accuracy when FLIP rows are present.  The definitions are
 :func:`routebr_kit.evaluation.metrics.score`'s.
+
+A ledger with several repeats (``repeat_id``; or the ``OUT`` of ``run --repeats N``, whose ``repeat-<i>/`` folders
+are read together) is scored repeat by repeat, then reported as mean accuracy, τ-bench's pass^k for every ``k`` up
+to the number of repeats and per-case consistency (:mod:`routebr_kit.evaluation.reliability`); ``--repeat-id``
+scores one repeat as before.
 """
 
 from __future__ import annotations
