@@ -99,7 +99,7 @@ def test_an_incomplete_pair_is_reported_not_silently_scored(routebr_artifact, tm
     assert "FLIP pairs: 36/39" in out and "1 incomplete pairs not scored" in out
 
 
-def test_several_repeats_need_repeat_id(routebr_artifact, tmp_path, capsys) -> None:
+def test_several_repeats_report_pass_k_or_one_repeat(routebr_artifact, tmp_path, capsys) -> None:
     def two_repeats(text: str) -> str:
         header, *rows = text.splitlines(keepends=True)
         columns = header.rstrip("\r\n").split(",")
@@ -114,9 +114,9 @@ def test_several_repeats_need_repeat_id(routebr_artifact, tmp_path, capsys) -> N
         return header + "".join(with_repeat(r, "0") + with_repeat(r, "1") for r in rows)
     run = _ledger(tmp_path, routebr_artifact, two_repeats)
     cases = str(routebr_artifact / CONFIRM)
-    assert main(["score", str(run), "--cases", cases]) == 2
-    err = capsys.readouterr().err
-    assert "[INVALID_VALUE]" in err and str(run / "predictions.csv") in err and "--repeat-id" in err
+    assert main(["score", str(run), "--cases", cases]) == 0  # issue 25: each repeat, pass^k, consistency
+    out = capsys.readouterr().out
+    assert "repeats: 2 per case" in out and "pass^2" in out and "consistency" in out
     assert main(["score", str(run), "--cases", cases, "--repeat-id", "1"]) == 0
     assert main(["score", str(run), "--cases", cases, "--repeat-id", "7"]) == 2
     assert "[UNKNOWN_REFERENCE]" in capsys.readouterr().err

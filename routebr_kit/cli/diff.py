@@ -1,7 +1,8 @@
 """``routebr-kit diff BASE CANDIDATE``: paired diff of two ledger sets with an optional CI gate.
 
 Exit status: 0 the gate passed (or no gate), 1 the gate failed (a regression), 2 the ledgers are not comparable
-(or the input is bad).
+(or the input is bad).  With a gate, each criterion's line also shows its A/A false-alarm rate calibrated on the
+base ledgers (:mod:`routebr_kit.review.calibration`, stratum re-run model, ``--calibration-sims``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..core.errors import DataError, ErrorCode
 from ..review.diff import NotComparable, diff_ledgers, markdown, split_table
 from ..review.gate import Gate
 from ..review.ledgers import load_ledgers
@@ -29,11 +31,17 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=Path, default=None, help="write the full report as JSON")
     p.add_argument("--md", type=Path, default=None, help="write a Markdown report")
     p.add_argument("--show", type=int, default=20, help="changed rows to print (default 20)")
+    p.add_argument("--calibration-sims", type=int, default=2000, metavar="N",
+                   help="with --gate: estimate each criterion's A/A false-alarm rate on the base ledgers from N "
+                        "simulated re-runs (stratum re-run model, seed 0; see gate-check); 0: do not")
 
 
 @command("diff", "paired diff of two ledgers (runs, shadow outputs or an artifact) with a CI gate", _args)
 def diff(args: argparse.Namespace) -> int:
     gate = Gate.from_arg(args.gate) if args.gate else None
+    if args.calibration_sims < 0:
+        raise DataError(ErrorCode.INVALID_VALUE, "--calibration-sims of at least 0", got=args.calibration_sims,
+                        field="--calibration-sims")
     cache: dict = {}  # both sides usually name the same cases files: parse them once
     base = load_ledgers(args.base, cases=args.cases, cache=cache)
     candidate = load_ledgers(args.candidate, cases=args.cases, cache=cache)
@@ -60,11 +68,20 @@ def diff(args: argparse.Namespace) -> int:
         if len(report.changed) > args.show:
             print(f"... and {len(report.changed) - args.show} more (--json for all)")
     lines = verdict.lines() if verdict else []
+    calibration = None
+    if verdict is not None and args.calibration_sims > 0:
+        from ..review.calibration import calibrate, criterion_note
+
+        calibration = calibrate(base, gate, sims=args.calibration_sims, recommend=False)
+        notes = [criterion_note(calibration, r.criterion) for r in verdict.results]
+        lines = [line + note for line, note in zip(lines, notes)] + lines[len(notes):]
     for line in lines:
         print(line)
     if args.json:
         doc = report.as_dict()
         doc["gate"] = verdict.as_dict() if verdict else {"passed": True, "source": None, "criteria": []}
+        if calibration is not None:
+            doc["gate"]["calibration"] = calibration.as_dict()
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     if args.md:

@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "generate-attacks": ("generate_attacks", "generate_attacks"),
     "shadow": ("shadow", "shadow"),
     "diff": ("diff", "diff"),
+    "gate-check": ("gate_check", "gate_check"),
     "impact": ("impact", "impact_cmd"),
     "verify": ("verify", "verify"),
     "report": ("report", "report"),

@@ -56,6 +56,9 @@ def _args(p: argparse.ArgumentParser) -> None:
                    help="a_state/a_ground: the RouteBR run directory whose stored proposals are replayed")
     p.add_argument("--live", action="store_true", help="a_state/a_ground: re-run live instead of from --from-run")
     p.add_argument("--repeat-id", default="0")
+    p.add_argument("--repeats", type=int, default=1, metavar="N",
+                   help="run N independent repeats into OUT/repeat-0 … OUT/repeat-(N-1) (repeat_id 0..N-1, seed "
+                        "--seed + i); `routebr-kit score OUT` then reports pass^k and consistency")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -69,6 +72,10 @@ def run(args: argparse.Namespace) -> int:
         raise DataError(ErrorCode.EMPTY_FILE, f"at least one {args.split} case", file=str(args.cases), field="split")
     system = parse_system(args.system)
     progress = not args.no_progress
+    if type(args.repeats) is not int or args.repeats < 1:
+        raise DataError(ErrorCode.INVALID_VALUE, "--repeats of at least 1", got=args.repeats, field="--repeats")
+    if args.repeats > 1:
+        return _repeated(args, assets, cases, system, progress)
     if system.value in ("a_state", "a_ground") and not args.live:
         if args.from_run is None:
             raise DataError(ErrorCode.EMPTY_VALUE, "--from-run DIR (a RouteBR run) or --live", field="from_run")
@@ -116,6 +123,41 @@ def _with_deadline(backend: object, seconds: float, spec: str) -> object:
         raise DataError(ErrorCode.INVALID_VALUE, "an OpenAI-compatible profile for --deadline-s (simulated and "
                         "lexical backends make no network call to bound)", field="--deadline-s", got=spec)
     return with_deadline(seconds)
+def _repeated(args: argparse.Namespace, assets: Assets, cases: list, system, progress: bool) -> int:
+    """``--repeats N``: N runs of the same configuration, each its own resumable run directory."""
+    from ..evaluation.reliability import reliability
+    from .score import REPEAT_DIR
+
+    if args.repeat_id != "0":
+        raise DataError(ErrorCode.INVALID_VALUE, "either --repeats or --repeat-id", got=args.repeat_id,
+                        field="--repeat-id")
+    if system.value in ("a_state", "a_ground") and not args.live:
+        raise DataError(ErrorCode.INVALID_VALUE, "--repeats with a_state/a_ground needs --live (a replay of one "
+                        "run does not repeat)", got=args.repeats, field="--repeats")
+    cache = None if args.cache is None else ResponseCache(
+        args.cache, mode=CacheMode.REPLAY_ONLY if args.replay_only else CacheMode.READ_WRITE)
+    rows, table, flagged = [], [], False
+    for i in range(args.repeats):
+        backend = make_backend(args.profile, cases=cases, catalog=assets.catalog, seed=args.seed + i,
+                               profiles_path=args.profiles, cache=cache, language=args.language,
+                               protocol=args.protocol, prompts_path=args.prompts)
+        if args.deadline_s is not None:
+            backend = _with_deadline(backend, args.deadline_s, args.profile)
+        out = args.out / REPEAT_DIR.format(i)
+        result = run_cases(cases, backend, system=system, assets=assets, out_dir=out, concurrency=args.concurrency,
+                           rpm=args.rpm, resume=args.resume, repeat_id=str(i), progress=progress,
+                           cases_path=args.cases)
+        rows.extend(result.rows)
+        flagged = flagged or bool(result.flagged)
+        s = result.summary
+        table.append({"repeat": i, "seed": args.seed + i, "system": result.system.value,
+                      "backend": result.manifest["backend"], "cases": s["cases"], "run_now": result.executed,
+                      "resumed": result.resumed, "fail_closed": s["fail_closed"], "calls": s["calls"]})
+    print_table(table)
+    print(reliability(rows, cases).line())
+    print(f"wrote {args.repeats} run directories under {args.out} "
+          f"(score them: routebr-kit score {args.out} --cases {args.cases})")
+    return 1 if flagged else 0
 
 
 def _assets(args: argparse.Namespace) -> Assets:

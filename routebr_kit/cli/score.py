@@ -9,6 +9,10 @@ Beside the paper's gold-based FD, the kit's **forbidden dispatch** (:mod:`routeb
 that dispatch an action/object the release's controller would not dispatch on that row's state, over every scored
 row, with the refusing gate.  The release is the assets stored next to the cases file, checked against the hashes
 the run's manifest recorded (``INCONSISTENT_ASSETS`` when the run ran under others).
+A ledger with several repeats (``repeat_id``; or the ``OUT`` of ``run --repeats N``, whose ``repeat-<i>/`` folders
+are read together) is scored repeat by repeat, then reported as mean accuracy, τ-bench's pass^k for every ``k`` up
+to the number of repeats and per-case consistency (:mod:`routebr_kit.evaluation.reliability`); ``--repeat-id``
+scores one repeat as before.
 """
 
 from __future__ import annotations
@@ -32,11 +36,16 @@ from ..store.cases import Case, Split, load_cases
 from ..store.ledger import MANIFEST, PREDICTIONS, PredictionRow, read_predictions, write_json_atomic
 from .common import command, print_table
 
+#: The run directory of one repeat under ``run --repeats N --out OUT``.
+REPEAT_DIR = "repeat-{}"
+
 
 def _args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run directory (predictions.csv)")
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR",
+                   help="a run directory (predictions.csv), or the OUT of `run --repeats N` (repeat-*/)")
     p.add_argument("--cases", required=True, type=Path, help="the cases CSV with the gold labels")
-    p.add_argument("--repeat-id", default=None, help="which repeat to score when the ledger holds several")
+    p.add_argument("--repeat-id", default=None,
+                   help="score one repeat only (default with several repeats: each repeat, pass^k and consistency)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write every metric to FILE (JSON)")
     p.add_argument("--csv", type=Path, metavar="FILE", help="also write every metric to FILE (CSV, one row per split)")
 
@@ -45,17 +54,11 @@ def _args(p: argparse.ArgumentParser) -> None:
          "object accuracy, FLIP pairs", _args)
 def score_command(args: argparse.Namespace) -> int:
 
-    predictions = args.run_dir / PREDICTIONS
     if not args.run_dir.is_dir():
         raise DataError(ErrorCode.FILE_NOT_FOUND, "a run directory", file=str(args.run_dir), field="RUN_DIR")
-    if not predictions.is_file():
-        raise DataError(ErrorCode.FILE_NOT_FOUND, "a run directory with predictions.csv", file=str(predictions),
-                        field="RUN_DIR")
+    predictions, rows = _ledger_rows(args.run_dir)
     if not args.cases.is_file():
         raise DataError(ErrorCode.FILE_NOT_FOUND, "an existing cases file", file=str(args.cases), field="--cases")
-    rows = read_predictions(predictions)
-    if not rows:
-        raise DataError(ErrorCode.EMPTY_FILE, "at least one prediction row", file=str(predictions))
     repeats = sorted({r.repeat_id for r in rows})
     if args.repeat_id is not None:
         rows = tuple(r for r in rows if r.repeat_id == args.repeat_id)
@@ -63,8 +66,7 @@ def score_command(args: argparse.Namespace) -> int:
             raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a repeat_id of the ledger (" + ", ".join(repeats) + ")",
                             file=str(predictions), field="--repeat-id", got=args.repeat_id)
     elif len(repeats) > 1:
-        raise DataError(ErrorCode.INVALID_VALUE, "--repeat-id ID: the ledger holds several repeats",
-                        file=str(predictions), field="repeat_id", got=repeats)
+        return _score_repeats(args, predictions, rows, repeats)
     cases = load_cases(args.cases)
     _warn_if_other_cases(args.run_dir, args.cases)
     release = release_beside(args.cases)
@@ -87,6 +89,67 @@ def score_command(args: argparse.Namespace) -> int:
     if args.csv is not None:
         write_scores_csv(args.csv, report)
         print(f"wrote {args.csv}")
+    return 0
+
+
+def _ledger_rows(run_dir: Path) -> tuple[Path, tuple[PredictionRow, ...]]:
+    """``RUN_DIR/predictions.csv``, or every ``RUN_DIR/repeat-*/predictions.csv`` of a ``run --repeats`` folder
+    (their repeat IDs must differ)."""
+    predictions = run_dir / PREDICTIONS
+    if predictions.is_file():
+        rows = read_predictions(predictions)
+        if not rows:
+            raise DataError(ErrorCode.EMPTY_FILE, "at least one prediction row", file=str(predictions))
+        return predictions, rows
+    folders = sorted((p for p in run_dir.glob(REPEAT_DIR.format("*")) if (p / PREDICTIONS).is_file()),
+                     key=lambda p: (len(p.name), p.name))
+    if not folders:
+        raise DataError(ErrorCode.FILE_NOT_FOUND, "a run directory with predictions.csv (or repeat-*/predictions.csv)",
+                        file=str(predictions), field="RUN_DIR")
+    rows: list[PredictionRow] = []
+    owner: dict[str, Path] = {}
+    for folder in folders:
+        found = read_predictions(folder / PREDICTIONS)
+        if not found:
+            raise DataError(ErrorCode.EMPTY_FILE, "at least one prediction row", file=str(folder / PREDICTIONS))
+        for repeat in sorted({r.repeat_id for r in found}):
+            if repeat in owner:
+                raise DataError(ErrorCode.DUPLICATE_ID, "a distinct repeat_id per repeat folder",
+                                file=str(folder / PREDICTIONS), field="repeat_id", got=repeat,
+                                detail=f"also in {owner[repeat]}")
+            owner[repeat] = folder / PREDICTIONS
+        rows.extend(found)
+    return run_dir, tuple(rows)
+
+
+def _score_repeats(args: argparse.Namespace, predictions: Path, rows: Sequence[PredictionRow],
+                   repeats: Sequence[str]) -> int:
+    """Several repeats: each repeat's score, then mean accuracy, pass^k and consistency (τ-bench's pass^k)."""
+    from ..evaluation.reliability import reliability
+
+    cases = load_cases(args.cases)
+    index = index_cases(cases)
+    reports, table = {}, []
+    for repeat in repeats:
+        chosen = [r for r in rows if r.repeat_id == repeat]
+        reports[repeat] = score_report(chosen, index, file=str(predictions))
+        overall = reports[repeat]["splits"].get("ALL") or next(iter(reports[repeat]["splits"].values()))
+        table.append({"repeat_id": repeat, "n": overall.n, "exact": str(overall.contract_exact),
+                      "exact %": _pct(overall.contract_exact), "FD": str(overall.false_dispatch),
+                      "FB": str(overall.false_block), "object": str(overall.object)})
+    try:
+        rel = reliability(rows, index)
+    except DataError as exc:
+        raise exc.at(file=str(predictions)) from None
+    print_table(table)
+    print("score: " + rel.line())
+    print("pass^k (tau-bench, arXiv 2406.12045): mean over cases of C(c,k)/C(n,k), c of the case's n repeats exact; "
+          "consistency: the case's repeats all emit one final path")
+    if args.json is not None:
+        record = {"run_dir": str(args.run_dir), "cases_file": str(args.cases), "cases_sha256": sha256_file(args.cases),
+                  "repeats": {r: report_record(rep) for r, rep in reports.items()}, "reliability": rel.as_dict()}
+        write_json_atomic(args.json, record, indent=1)
+        print(f"wrote {args.json}")
     return 0
 
 

@@ -38,6 +38,7 @@ from typing import Any
 from ..core.errors import KitError
 from ..evaluation.forbidden import DispatchCheck, DispatchGate, dispatches
 from ..evaluation.metrics import Count, first_pass_valid_of, flip_pairs, score
+from ..evaluation.paired import drop_lcb, regression_p
 from ..evaluation.stats import McNemar, mcnemar
 from ..store.cases import Split
 from ..store.ledger import PredictionRow
@@ -206,7 +207,8 @@ class DiffReport:
                                  else sum(c.needs_live_rerun for c in chosen)),
         }
         if delta is None:
-            return out | {"path_exact_drop": 0.0, "strict_exact_drop": 0.0, "object_accuracy_drop": 0.0,
+            return out | {"path_exact_regression_p": 1.0, "path_exact_drop_lcb": 0.0,
+                          "path_exact_drop": 0.0, "strict_exact_drop": 0.0, "object_accuracy_drop": 0.0,
                           "flip_pairs_drop": 0, "false_dispatch_increase": 0, "false_block_increase": 0,
                           "forbidden_dispatch": 0, "forbidden_dispatch_increase": 0}
         b, c = delta.base, delta.candidate
@@ -215,6 +217,9 @@ class DiffReport:
             return 100.0 * (x.rate - y.rate) if x.n and y.n else 0.0
 
         flips = (b.flip_pairs.hits - c.flip_pairs.hits) if b.flip_pairs and c.flip_pairs else 0
+        m = delta.mcnemar  # base-only correct = regressions, candidate-only correct = fixes
+        out |= {"path_exact_regression_p": regression_p(m.a_only_correct, m.b_only_correct),
+                "path_exact_drop_lcb": drop_lcb(m.a_only_correct, m.b_only_correct, m.paired)}
         return out | {"path_exact_drop": drop_pp(b.exact, c.exact), "strict_exact_drop": drop_pp(b.strict, c.strict),
                       "object_accuracy_drop": drop_pp(b.object, c.object), "flip_pairs_drop": flips,
                       "false_dispatch_increase": c.false_dispatch.hits - b.false_dispatch.hits,

@@ -10,8 +10,12 @@ A gate is a list of criteria, each ``METRIC[SPLIT] OP NUMBER[pp]``::
 
 given inline (separated by ``,``, ``;`` or newlines) or as a JSON/YAML file holding a list of such strings, a
 mapping ``{metric: "<= 0"}``, or either under a ``gate`` key.  Rate metrics (``*_drop`` of a rate) are in
-percentage points and must say so (``pp``); count metrics must not.  Unknown metrics, operators, splits and
-malformed numbers are typed :class:`~routebr_kit.core.errors.DataError` values, never a silent default.
+percentage points and must say so (``pp``); count metrics and the p-value ``path_exact_regression_p`` must not.
+``path_exact_regression_p`` (one-sided exact McNemar) and ``path_exact_drop_lcb`` (exact paired-bootstrap lower
+bound) read the paired discordant rows (:mod:`routebr_kit.evaluation.paired`); how often any criterion fails with
+nothing changed is estimated by :mod:`routebr_kit.review.calibration` (``routebr-kit gate-check``).  Unknown
+metrics, operators, splits and malformed numbers are typed :class:`~routebr_kit.core.errors.DataError` values,
+never a silent default.
 
 Two dispatch metrics, on purpose side by side: ``new_false_dispatch`` is the paper's, against the gold label (a
 gold-bounded row that newly dispatches); ``new_forbidden_dispatch`` is against the rules (a row that newly dispatches
@@ -43,6 +47,9 @@ METRICS: Mapping[str, str] = {
     "flip_pairs_drop": "count", "false_dispatch_increase": "count", "false_block_increase": "count",
     "path_exact_drop": "pp", "strict_exact_drop": "pp", "object_accuracy_drop": "pp",
     "widening": "count",  # actions whose dispatch set the candidate release widens (routebr_kit.verify.releases)
+    # paired statistics of the path-exact change (routebr_kit.evaluation.paired): the one-sided exact McNemar
+    # p-value of a regression, and the exact paired-bootstrap one-sided 95% lower confidence bound of the drop
+    "path_exact_regression_p": "p", "path_exact_drop_lcb": "pp",
 }
 OPERATORS: Mapping[str, Callable[[float, float], bool]] = {
     "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
@@ -124,8 +131,9 @@ def parse_criterion(text: str, *, where: str = "gate") -> Criterion:
     if METRICS[metric] == "pp" and unit is None:
         raise DataError(ErrorCode.INVALID_OPERAND, f"{metric} in percentage points (write e.g. {number}pp)",
                         got=text, field=where)
-    if METRICS[metric] == "count" and unit is not None:
-        raise DataError(ErrorCode.INVALID_OPERAND, f"{metric} as a count (no 'pp')", got=text, field=where)
+    if METRICS[metric] != "pp" and unit is not None:
+        raise DataError(ErrorCode.INVALID_OPERAND, f"{metric} as a {METRICS[metric]} (no 'pp')", got=text,
+                        field=where)
     return Criterion(metric, op, threshold, split)
 
 

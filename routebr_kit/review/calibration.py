@@ -1,0 +1,612 @@
+"""How much to trust a release gate: each criterion's false-alarm rate under no change (A/A), its power against a
+declared regression, and the number of cases that power needs.
+
+A gate (:mod:`routebr_kit.review.gate`) compares a candidate's ledger with a base's, row by row.  When the candidate
+is a **re-run** (a prompt or backend change: every proposal is drawn again), two runs of the *same* system differ
+by chance, and a threshold such as ``path_exact_drop <= 1.0pp`` over 200 rows can fail without any change.  This
+module estimates how often, by Monte Carlo over simulated pairs (base re-run, candidate re-run) of the paired rows
+of a ledger set.
+
+**The re-run model** (:class:`ReRunModel`) says what a re-run of one row may produce — a *pool* of outcomes
+(path exact, strict exact, object correct, dispatched) the row's re-run draws from, uniformly with replacement:
+
+* ``stratum`` — resampling the paired rows: the observed rows of the same task with the same gold final path.
+  This is what a single run without repeats supports.  Every row of a stratum is then equally likely to be right,
+  which maximises the per-row variance for the stratum's accuracy (``p(1 - p)`` is concave), so its false-alarm
+  rates are an upper-side estimate for a backend whose errors stick to particular cases.
+* ``repeats`` — the same case's own repeats (``repeat_id``), when the ledger holds at least two per case: the
+  case's observed re-run variability (τ-bench's pass^k reads the same repeats).
+* ``simulated`` — seeded simulated re-runs: for a RouteBR task whose backend has a ``sim:<profile>`` error model
+  (a kit run on ``sim:...``, or a published SELECT/CONFIRM RouteBR task whose backend the simulator was calibrated
+  on), ``reruns`` runs of that simulator (seeds ``seed, seed + 1, …``) through the controller.  A simulation, not
+  model evidence; a task without a profile falls back to ``stratum`` and the result says so.
+
+**No change (A/A)**: base and candidate are two independent draws of every row.  **A declared effect of δ pp**: the
+candidate's draw then loses each right answer with probability ``q = δ / (100 · p̄)`` (``p̄`` the expected path-exact
+rate of the design), so its expected path-exact rate drops by exactly δ over all rows; a lost answer becomes a
+wrong path on the same side of the dispatch boundary (a misroute, not a new false dispatch or block), so criteria on
+dispatches measure their false-alarm rate again under it.
+
+**Sample size**: for ``n`` rows the paired rows are resampled with replacement by cluster (a FLIP pair, or one
+row), ``round(n / mean cluster size)`` clusters per simulation; the recommended ``n`` is the smallest of a doubling
+grid from 50 (refined by bisection to about 10%) at which the criterion's estimated power reaches 80% *and* its
+A/A false-alarm rate is at most 5% (a count threshold such as ``new_false_dispatch <= 0`` alarms more often as
+``n`` grows, and may never qualify).  Both are assumed monotone in ``n``; the search uses ``search_sims``
+simulations per point (default ``min(sims, 500)``).
+
+Every rate is a count of simulations out of ``sims`` with its Wilson 95% interval (the Monte-Carlo error).  The
+metrics are the diff's (:meth:`routebr_kit.review.diff.DiffReport.metrics`), recomputed on outcome arrays
+(:func:`outcome_metrics`, tested equal to the diff on real ledgers); criteria on trace-level changes (``changed``,
+``trace_only``, ``other_path_change``), on live re-runs or on the release itself (``widening``) are not functions
+of re-run outcomes and are reported as not calibrated.  Deterministic for a seed: every draw comes from
+``numpy.random.default_rng(SeedSequence([seed, purpose, n]))``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..core.errors import DataError, ErrorCode
+from ..core.records import System
+from ..evaluation.paired import drop_lcb
+from ..evaluation.stats import wilson
+from ..store.cases import Split
+from ..store.ledger import PredictionRow
+from .gate import OPERATORS, Criterion, Gate
+from .ledgers import LedgerSet, LedgerTask
+
+SPLITS = tuple(s.value for s in Split)
+#: Criteria that are not a function of re-run outcomes (their A/A false-alarm rate is not estimated).
+UNCALIBRATED = frozenset({"changed", "other_path_change", "trace_only", "needs_live_rerun", "widening"})
+#: The power the recommended sample size must reach, and the A/A false-alarm rate it may not exceed there.
+TARGET_POWER = 0.80
+ALPHA = 0.05
+#: The largest sample size the search tries.
+MAX_N = 12_800
+_PURPOSE = {"aa": 1, "effect": 2, "search": 3}
+_CHUNK_ELEMENTS = 2_000_000
+
+
+class ReRunModel(str, enum.Enum):
+    STRATUM = "stratum"
+    REPEATS = "repeats"
+    SIMULATED = "simulated"
+
+
+def parse_models(value: str) -> tuple[ReRunModel, ...]:
+    """``"stratum,simulated"`` → the models, in order, each once."""
+    out: list[ReRunModel] = []
+    for part in (p.strip() for p in value.split(",")):
+        try:
+            model = ReRunModel(part)
+        except ValueError:
+            raise DataError(ErrorCode.UNKNOWN_ENUM, "re-run models among " + ", ".join(m.value for m in ReRunModel),
+                            got=part, field="model") from None
+        if model in out:
+            raise DataError(ErrorCode.DUPLICATE_ID, "each re-run model once", got=value, field="model")
+        out.append(model)
+    return tuple(out)
+
+
+def parse_effect(value: str) -> float:
+    """``"2pp"`` (or ``"2"``) → 2.0 percentage points, in ``[0, 100)``."""
+    text = str(value).strip()
+    number = text[:-2].strip() if text.endswith("pp") else text
+    try:
+        effect = float(number)
+    except ValueError:
+        raise DataError(ErrorCode.INVALID_VALUE, "an effect in percentage points, e.g. 2pp", got=value,
+                        field="effect") from None
+    if not 0.0 <= effect < 100.0:
+        raise DataError(ErrorCode.INVALID_VALUE, "an effect in [0, 100) percentage points", got=value, field="effect")
+    return effect
+
+
+# --------------------------------------------------------------------------------------------- the design
+
+
+@dataclass(frozen=True)
+class Design:
+    """The paired rows of a ledger set, grouped in clusters of at most two rows (a FLIP pair, or one row), and for
+    every row the pool its re-run draws from (``start``, ``size`` into the ``pool_*`` arrays)."""
+
+    clusters: np.ndarray  # (C, 2) row indices, -1 padding
+    is_pair: np.ndarray  # (C,) the cluster is a complete FLIP pair (scored as a pair)
+    split: np.ndarray  # (N,) index into SPLITS
+    gold_bounded: np.ndarray  # (N,)
+    start: np.ndarray  # (N,)
+    size: np.ndarray  # (N,)
+    pool_exact: np.ndarray
+    pool_strict: np.ndarray
+    pool_object: np.ndarray
+    pool_dispatched: np.ndarray
+    models: Mapping[str, str] = field(default_factory=dict)  # task -> the model its pools came from
+
+    @property
+    def rows(self) -> int:
+        return int(self.split.shape[0])
+
+    @property
+    def expected_exact(self) -> float:
+        """``p̄``: the expected path-exact rate of one re-run of every row."""
+        sums = np.add.reduceat(self.pool_exact.astype(float), self.start) if self.rows else np.zeros(0)
+        return float(np.mean(sums / self.size)) if self.rows else float("nan")
+
+
+def _outcome(row: PredictionRow, task: LedgerTask) -> tuple[bool, bool, bool, bool]:
+    gold = task.cases[row.case_id].gold
+    return (row.pred_final_path == gold.final_path, row.strict_path == gold.strict_path,
+            row.pred_object_id == gold.object_id, not row.pred_final_path.startswith("T_"))
+
+
+def simulator_profile(task: LedgerTask, ledgers: LedgerSet) -> str | None:
+    """The ``sim:<profile>`` error model of a RouteBR task's backend, or ``None``."""
+    from ..backends.profiles import PROFILE_LABELS
+
+    if task.system is not System.ROUTEBR:
+        return None
+    backend = task.manifest.get("backend")
+    name = backend.get("name") if isinstance(backend, Mapping) else backend
+    if isinstance(name, str) and name.startswith("sim:") and name[4:] in PROFILE_LABELS:
+        return name[4:]
+    if ledgers.kind == "artifact":
+        parts = task.key.split("/")
+        if parts[0] == "select" and len(parts) > 1 and parts[1] in PROFILE_LABELS:
+            return parts[1]
+        if parts[0] == "confirm":
+            return "deepseek_v4_primary"  # CONFIRM ran on the primary backend (DeepSeek V4 Pro)
+    return None
+
+
+def build_design(ledgers: LedgerSet, model: ReRunModel | None, *, reruns: int = 20, seed: int = 0) -> Design:
+    """Rows, clusters and re-run pools of every task of ``ledgers`` under ``model`` (``None``: each row's pool is
+    the row itself, so a draw reproduces the ledger — :func:`observed_draws`).  Rows are taken in
+    ``(task, case_id, repeat_id)`` order."""
+    if model is ReRunModel.SIMULATED and reruns < 2:
+        raise DataError(ErrorCode.INVALID_VALUE, "at least 2 simulated re-runs", got=reruns, field="reruns")
+    split_codes, bounded, starts, sizes = [], [], [], []
+    pool: list[tuple[bool, bool, bool, bool]] = []
+    clusters: list[list[int]] = []
+    is_pair: list[bool] = []
+    models: dict[str, str] = {}
+    for key in sorted(ledgers.tasks):
+        task = ledgers.tasks[key]
+        rows = sorted(task.rows, key=lambda r: (r.case_id, r.repeat_id))
+        outcomes = [_outcome(r, task) for r in rows]
+        pools: list[list[tuple[bool, bool, bool, bool]]]
+        chosen = model
+        profile = simulator_profile(task, ledgers) if model is ReRunModel.SIMULATED else None
+        if model is ReRunModel.SIMULATED and profile is None:
+            chosen = ReRunModel.STRATUM
+            models[key] = f"stratum (no simulator profile for {task.system.value} here)"
+        if chosen is None:
+            pools = [[o] for o in outcomes]
+            models[key] = "observed"
+        elif chosen is ReRunModel.STRATUM:
+            by_gold: dict[str, list[tuple[bool, bool, bool, bool]]] = {}
+            for r, o in zip(rows, outcomes):
+                by_gold.setdefault(task.cases[r.case_id].gold.final_path, []).append(o)
+            pools = [by_gold[task.cases[r.case_id].gold.final_path] for r in rows]
+            models.setdefault(key, "stratum")
+        elif chosen is ReRunModel.REPEATS:
+            by_case: dict[str, list[tuple[bool, bool, bool, bool]]] = {}
+            for r, o in zip(rows, outcomes):
+                by_case.setdefault(r.case_id, []).append(o)
+            fewest = min(len(v) for v in by_case.values())
+            if fewest < 2:
+                raise DataError(ErrorCode.INVALID_VALUE, "at least two repeats (repeat_id) of every case for the "
+                                "'repeats' re-run model", file=str(task.path), field="repeat_id",
+                                got=f"{fewest} repeat(s) of some case")
+            pools = [by_case[r.case_id] for r in rows]
+            models[key] = f"repeats ({fewest}+ per case)"
+        else:
+            assert profile is not None
+            pools = _simulated_pools(task, ledgers, profile, rows, reruns, seed)
+            models[key] = f"simulated (sim:{profile}, {reruns} re-runs, seeds {seed}..{seed + reruns - 1})"
+        base = len(split_codes)
+        pair_members: dict[tuple[str, str], list[int]] = {}
+        for i, (r, p) in enumerate(zip(rows, pools)):
+            case = task.cases[r.case_id]
+            split_codes.append(SPLITS.index(case.split.value))
+            bounded.append(case.gold.final_path.startswith("T_"))
+            starts.append(len(pool))
+            sizes.append(len(p))
+            pool.extend(p)
+            if case.split is Split.FLIP and case.pair_id:
+                pair_members.setdefault((r.repeat_id, case.pair_id), []).append(base + i)
+            else:
+                clusters.append([base + i, -1])
+                is_pair.append(False)
+        for members in pair_members.values():
+            if len(members) == 2:
+                clusters.append(members)
+                is_pair.append(True)
+            else:
+                for m in members:  # an incomplete pair: scored row by row, never as a pair
+                    clusters.append([m, -1])
+                    is_pair.append(False)
+    if not split_codes:
+        raise DataError(ErrorCode.EMPTY_VALUE, "at least one paired row", file=str(ledgers.root))
+    flags = np.array(pool, dtype=bool).reshape(-1, 4)
+    return Design(np.array(clusters, dtype=np.int64), np.array(is_pair, dtype=bool), np.array(split_codes),
+                  np.array(bounded, dtype=bool), np.array(starts, dtype=np.int64), np.array(sizes, dtype=np.int64),
+                  flags[:, 0].copy(), flags[:, 1].copy(), flags[:, 2].copy(), flags[:, 3].copy(), models)
+
+
+def _simulated_pools(task: LedgerTask, ledgers: LedgerSet, profile: str, rows: Sequence[PredictionRow],
+                     reruns: int, seed: int) -> list[list[tuple[bool, bool, bool, bool]]]:
+    from ..experiments.screening import simulated_rows
+    from ..store.assets import assets_beside
+
+    assets = ledgers.assets if ledgers.assets is not None else assets_beside(task.cases_path)
+    ids = list(dict.fromkeys(r.case_id for r in rows))
+    cases = [task.cases[i] for i in ids]
+    by_case: dict[str, list[tuple[bool, bool, bool, bool]]] = {i: [] for i in ids}
+    for j in range(reruns):
+        for sim_row in simulated_rows(profile, cases, assets, seed=seed + j):
+            by_case[sim_row.case_id].append(_outcome(sim_row, task))
+    return [by_case[r.case_id] for r in rows]
+
+
+# --------------------------------------------------------------------------------------------- metrics
+
+
+@dataclass(frozen=True)
+class Draws:
+    """One batch of simulated (base, candidate) outcomes: arrays of shape ``(sims, rows)``; ``valid`` masks the
+    padding of resampled designs; ``pair_ok_*`` (sims, clusters) flags a scored FLIP pair both of whose members
+    are exact."""
+
+    valid: np.ndarray
+    split: np.ndarray
+    gold_bounded: np.ndarray
+    base: Mapping[str, np.ndarray]
+    cand: Mapping[str, np.ndarray]
+    pair_split: np.ndarray  # (sims, clusters) split of the scored pair (-1: not a scored pair)
+    pair_base: np.ndarray
+    pair_cand: np.ndarray
+
+
+def outcome_metrics(draws: Draws, split: str | None, metric: str) -> np.ndarray:
+    """One gate metric per simulation, as :meth:`DiffReport.metrics` defines it (``split=None``: every row)."""
+    mask = draws.valid if split is None else draws.valid & (draws.split == SPLITS.index(split))
+    b, c = draws.base, draws.cand
+    n = mask.sum(axis=1)
+
+    def total(x: np.ndarray) -> np.ndarray:
+        return (x & mask).sum(axis=1)
+
+    def drop(name: str) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n > 0, 100.0 * (total(b[name]) - total(c[name])) / np.maximum(n, 1), 0.0)
+
+    if metric == "path_exact_drop":
+        return drop("exact")
+    if metric == "strict_exact_drop":
+        return drop("strict")
+    if metric == "object_accuracy_drop":
+        return drop("object")
+    gb = draws.gold_bounded
+    if metric == "new_false_dispatch":
+        return total(gb & c["dispatched"] & ~b["dispatched"]).astype(float)
+    if metric == "new_false_block":
+        return total(~gb & ~c["dispatched"] & b["dispatched"]).astype(float)
+    if metric == "fixed":
+        return total(~b["exact"] & c["exact"]).astype(float)
+    if metric == "new_errors":
+        return total(b["exact"] & ~c["exact"]).astype(float)
+    if metric == "false_dispatch_increase":
+        return (total(gb & c["dispatched"]) - total(gb & b["dispatched"])).astype(float)
+    if metric == "false_block_increase":
+        return (total(~gb & ~c["dispatched"]) - total(~gb & ~b["dispatched"])).astype(float)
+    if metric == "flip_pairs_drop":
+        if split not in (None, Split.FLIP.value):
+            return np.zeros(mask.shape[0])
+        scored = draws.pair_split >= 0
+        return ((draws.pair_base & scored).sum(axis=1) - (draws.pair_cand & scored).sum(axis=1)).astype(float)
+    if metric in ("path_exact_regression_p", "path_exact_drop_lcb"):
+        regressions = total(b["exact"] & ~c["exact"])
+        fixes = total(~b["exact"] & c["exact"])
+        if metric == "path_exact_regression_p":
+            from scipy.stats import binom
+
+            discordant = regressions + fixes
+            p = binom.sf(regressions - 1, np.maximum(discordant, 1), 0.5)
+            return np.where(discordant > 0, np.minimum(p, 1.0), 1.0)
+        triples = np.stack([regressions, fixes, n], axis=1)
+        unique, inverse = np.unique(triples, axis=0, return_inverse=True)
+        values = np.array([drop_lcb(int(r), int(f), int(k)) for r, f, k in unique])
+        return values[inverse.reshape(-1)]
+    raise DataError(ErrorCode.UNKNOWN_ENUM, "a gate metric that is a function of re-run outcomes", got=metric,
+                    field="gate")
+
+
+def _draw(design: Design, rng: np.random.Generator, sims: int, clusters: np.ndarray | None,
+          effect_q: float, candidate: Design | None = None) -> Draws:
+    """``clusters``: (sims, k) chosen cluster indices (``None``: every cluster once, the fixed design);
+    ``candidate``: the design the candidate side draws from (default ``design``; same rows and clusters)."""
+    if clusters is None:
+        chosen = np.broadcast_to(np.arange(design.clusters.shape[0]), (sims, design.clusters.shape[0]))
+    else:
+        chosen = clusters
+    rows = design.clusters[chosen].reshape(sims, -1)  # (sims, 2k)
+    valid = rows >= 0
+    safe = np.where(valid, rows, 0)
+
+    def side(d: Design, planted: float) -> dict[str, np.ndarray]:
+        size, start = d.size[safe], d.start[safe]
+        index = start + np.minimum((rng.random(safe.shape) * size).astype(np.int64), size - 1)
+        out = {"exact": d.pool_exact[index], "strict": d.pool_strict[index],
+               "object": d.pool_object[index], "dispatched": d.pool_dispatched[index]}
+        if planted > 0:
+            lost = out["exact"] & (rng.random(safe.shape) < planted)
+            out["exact"] = out["exact"] & ~lost
+            out["strict"] = out["strict"] & ~lost
+        return out
+
+    base, cand = side(design, 0.0), side(candidate if candidate is not None else design, effect_q)
+    pair = design.is_pair[chosen]
+    k = chosen.shape[1]
+    split = design.split[safe]
+    pair_split = np.where(pair, split.reshape(sims, k, 2)[:, :, 0], -1)
+    both_b = (base["exact"] & valid).reshape(sims, k, 2).all(axis=2) & pair
+    both_c = (cand["exact"] & valid).reshape(sims, k, 2).all(axis=2) & pair
+    return Draws(valid, split, design.gold_bounded[safe], base, cand, pair_split, both_b, both_c)
+
+
+def observed_draws(base: LedgerSet, candidate: LedgerSet) -> Draws:
+    """The one "simulation" that is the observed comparison of two comparable ledger sets (for testing
+    :func:`outcome_metrics` against :meth:`DiffReport.metrics`)."""
+    from .diff import check_comparable
+
+    check_comparable(base, candidate)
+    b, c = build_design(base, None), build_design(candidate, None)
+    return _draw(b, np.random.default_rng(0), 1, None, 0.0, candidate=c)
+
+
+# --------------------------------------------------------------------------------------------- estimates
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """``hits`` simulations out of ``sims``, with the Wilson 95% interval as its Monte-Carlo error."""
+
+    hits: int
+    sims: int
+
+    @property
+    def rate(self) -> float:
+        return self.hits / self.sims if self.sims else float("nan")
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return wilson(self.hits, self.sims).as_tuple()
+
+    def text(self) -> str:
+        low, high = self.interval
+        return f"{100 * self.rate:.1f}% [{100 * low:.1f}, {100 * high:.1f}]"
+
+    def as_dict(self) -> dict[str, Any]:
+        low, high = self.interval
+        return {"hits": self.hits, "sims": self.sims, "rate": self.rate, "wilson_low": low, "wilson_high": high}
+
+
+def alarm_counts(design: Design, gate: Gate, *, sims: int, seed: int, effect_pp: float = 0.0, n: int | None = None,
+                 purpose: str = "aa") -> tuple[dict[str, int], int]:
+    """How many of ``sims`` simulated pairs fail each calibrated criterion (by its text) and the whole gate."""
+    if sims < 1:
+        raise DataError(ErrorCode.INVALID_VALUE, "at least one simulation", got=sims, field="sims")
+    rng = np.random.default_rng(np.random.SeedSequence([seed, _PURPOSE[purpose], n or 0]))
+    criteria = [c for c in gate.criteria if c.metric not in UNCALIBRATED]
+    mean_cluster = design.clusters.shape[0] and float((design.clusters >= 0).sum()) / design.clusters.shape[0]
+    k = design.clusters.shape[0] if n is None else max(1, round(n / mean_cluster))
+    q = 0.0
+    if effect_pp > 0:
+        p = design.expected_exact
+        if not p > 0 or effect_pp / 100.0 > p:
+            raise DataError(ErrorCode.INVALID_VALUE, f"an effect no larger than the expected exact rate "
+                            f"({100 * p:.1f}%)", got=f"{effect_pp}pp", field="effect")
+        q = effect_pp / (100.0 * p)
+    per_chunk = max(1, _CHUNK_ELEMENTS // (2 * k))
+    counts = {str(c): 0 for c in criteria}
+    gate_fails = 0
+    done = 0
+    while done < sims:
+        m = min(per_chunk, sims - done)
+        chosen = None if n is None else rng.integers(0, design.clusters.shape[0], size=(m, k))
+        draws = _draw(design, rng, m, chosen, q)
+        failed_any = np.zeros(m, dtype=bool)
+        for c in criteria:
+            values = outcome_metrics(draws, c.split, c.metric)
+            failed = ~OPERATORS[c.op](values, c.threshold)
+            counts[str(c)] += int(failed.sum())
+            failed_any |= failed
+        gate_fails += int(failed_any.sum())
+        done += m
+    return counts, gate_fails
+
+
+@dataclass(frozen=True)
+class CriterionCalibration:
+    criterion: str
+    false_alarm: Rate | None  # None: not a function of re-run outcomes
+    power: Rate | None
+    recommended_n: int | None  # None: not reached by MAX_N (or no effect declared)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"criterion": self.criterion,
+                "false_alarm": self.false_alarm.as_dict() if self.false_alarm else None,
+                "power": self.power.as_dict() if self.power else None, "recommended_n": self.recommended_n}
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The calibration of one gate on one ledger set under one re-run model."""
+
+    gate: str
+    model: ReRunModel
+    rows: int
+    expected_exact: float
+    sims: int
+    seed: int
+    effect_pp: float
+    criteria: tuple[CriterionCalibration, ...]
+    gate_false_alarm: Rate
+    gate_power: Rate | None
+    gate_recommended_n: int | None
+    search_sims: int
+    power_curve: tuple[tuple[int, float, float], ...]  # (n, whole-gate power, whole-gate A/A) on the search grid
+    models: Mapping[str, str]
+
+    def by_criterion(self) -> dict[str, CriterionCalibration]:
+        return {c.criterion: c for c in self.criteria}
+
+    def table(self) -> list[dict[str, Any]]:
+        out = []
+        for c in (*self.criteria, CriterionCalibration("whole gate", self.gate_false_alarm, self.gate_power,
+                                                       self.gate_recommended_n)):
+            out.append({"criterion": c.criterion,
+                        "A/A false alarm": c.false_alarm.text() if c.false_alarm else "not calibrated",
+                        f"power ({self.effect_pp:g}pp drop)": c.power.text() if c.power else "–",
+                        f"n for {100 * TARGET_POWER:.0f}% power, A/A <= {100 * ALPHA:.0f}%": (
+                            ("–" if self.effect_pp <= 0 else f"> {MAX_N}") if c.recommended_n is None
+                            else str(c.recommended_n)) if c.false_alarm else "–"})
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"gate": self.gate, "model": self.model.value, "rows": self.rows, "expected_exact": self.expected_exact,
+                "sims": self.sims, "seed": self.seed, "effect_pp": self.effect_pp,
+                "criteria": [c.as_dict() for c in self.criteria], "gate_false_alarm": self.gate_false_alarm.as_dict(),
+                "gate_power": self.gate_power.as_dict() if self.gate_power else None,
+                "gate_recommended_n": self.gate_recommended_n, "search_sims": self.search_sims,
+                "power_curve": [list(p) for p in self.power_curve], "target_power": TARGET_POWER, "alpha": ALPHA,
+                "max_n": MAX_N, "models": dict(self.models)}
+
+
+def _recommend(design: Design, gate: Gate, *, sims: int, seed: int, effect_pp: float,
+               names: Sequence[str]) -> tuple[dict[str, int | None], int | None, list[tuple[int, float, float]]]:
+    """Smallest ``n`` at which a criterion (and the whole gate) reaches :data:`TARGET_POWER` against the effect
+    while its A/A false-alarm rate stays at most :data:`ALPHA` (doubling from 50, then bisection to about 10%)."""
+    cache: dict[int, tuple[tuple[dict[str, int], int], tuple[dict[str, int], int]]] = {}
+
+    def at(n: int) -> tuple[tuple[dict[str, int], int], tuple[dict[str, int], int]]:
+        if n not in cache:
+            cache[n] = (alarm_counts(design, gate, sims=sims, seed=seed, effect_pp=effect_pp, n=n, purpose="search"),
+                        alarm_counts(design, gate, sims=sims, seed=seed, n=n, purpose="search"))
+        return cache[n]
+
+    def reached(n: int, name: str | None) -> bool:
+        (power, power_gate), (aa, aa_gate) = at(n)
+        hits, alarms = (power_gate, aa_gate) if name is None else (power[name], aa[name])
+        return hits >= TARGET_POWER * sims and alarms <= ALPHA * sims
+
+    grid = [50]
+    while grid[-1] < MAX_N:
+        grid.append(grid[-1] * 2)
+    out: dict[str, int | None] = {}
+    whole: int | None = None
+    for name in [*names, None]:
+        found = next((n for n in grid if reached(n, name)), None)
+        if found is not None and found > grid[0]:
+            low, high = found // 2, found
+            while high - low > max(10, high // 10):
+                mid = (low + high) // 2
+                low, high = (low, mid) if reached(mid, name) else (mid, high)
+            found = high
+        if name is None:
+            whole = found
+        else:
+            out[name] = found
+    curve = [(n, cache[n][0][1] / sims, cache[n][1][1] / sims) for n in sorted(cache)]
+    return out, whole, curve
+
+
+def calibrate(ledgers: LedgerSet, gate: Gate, *, model: ReRunModel = ReRunModel.STRATUM, sims: int = 2000,
+              seed: int = 0, effect_pp: float = 0.0, reruns: int = 20, search_sims: int | None = None,
+              design: Design | None = None, recommend: bool = True) -> Calibration:
+    """A/A false-alarm rate (``sims`` simulations), power against ``effect_pp`` and the recommended ``n``
+    (``search_sims`` simulations per grid point, default ``min(sims, 500)``) of every criterion of ``gate``."""
+    design = design if design is not None else build_design(ledgers, model, reruns=reruns, seed=seed)
+    aa, aa_gate = alarm_counts(design, gate, sims=sims, seed=seed)
+    names = [str(c) for c in gate.criteria if c.metric not in UNCALIBRATED]
+    power: dict[str, int] = {}
+    power_gate = None
+    recommended: dict[str, int | None] = {}
+    whole_n = None
+    curve: list[tuple[int, float, float]] = []
+    search = search_sims if search_sims is not None else min(sims, 500)
+    if effect_pp > 0:
+        power, power_gate = alarm_counts(design, gate, sims=sims, seed=seed, effect_pp=effect_pp, purpose="effect")
+        if recommend:
+            recommended, whole_n, curve = _recommend(design, gate, sims=search, seed=seed, effect_pp=effect_pp,
+                                                     names=names)
+    results = []
+    for c in gate.criteria:
+        name = str(c)
+        if c.metric in UNCALIBRATED:
+            results.append(CriterionCalibration(name, None, None, None))
+            continue
+        results.append(CriterionCalibration(name, Rate(aa[name], sims),
+                                            Rate(power[name], sims) if effect_pp > 0 else None,
+                                            recommended.get(name)))
+    return Calibration(str(gate), model, design.rows, design.expected_exact, sims, seed, effect_pp, tuple(results),
+                       Rate(aa_gate, sims), Rate(power_gate, sims) if power_gate is not None else None, whole_n,
+                       search, tuple(curve), dict(design.models))
+
+
+def criterion_note(calibration: Calibration, criterion: Criterion) -> str:
+    """`` · A/A false alarm 3.1% [2.4, 3.9] (stratum, 2000 sims)`` for a gate line (empty when not calibrated)."""
+    found = calibration.by_criterion().get(str(criterion))
+    if found is None or found.false_alarm is None:
+        return " · A/A false alarm: not calibrated (not a function of re-run outcomes)"
+    return f" · A/A false alarm {found.false_alarm.text()} ({calibration.model.value} re-run model, " \
+           f"{calibration.sims} sims)"
+
+
+__all__ = ["ALPHA", "MAX_N", "SPLITS", "TARGET_POWER", "UNCALIBRATED", "Calibration", "CriterionCalibration", "Design",
+           "Draws", "Rate", "ReRunModel", "alarm_counts", "build_design", "calibrate", "criterion_note",
+           "merge_repeats", "observed_draws", "outcome_metrics", "parse_effect", "parse_models", "select_tasks",
+           "simulator_profile"]
+
+
+def select_tasks(ledgers: LedgerSet, prefixes: Sequence[str]) -> LedgerSet:
+    """The tasks of ``ledgers`` whose key starts with one of ``prefixes`` (every task when there is none)."""
+    if not prefixes:
+        return ledgers
+    chosen = {k: t for k, t in ledgers.tasks.items() if any(k == p or k.startswith(p.rstrip("/") + "/")
+                                                            or k.startswith(p) for p in prefixes)}
+    if not chosen:
+        raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a task prefix of the ledgers (" + ", ".join(sorted(ledgers.tasks))
+                        + ")", got=list(prefixes), field="task")
+    return LedgerSet(ledgers.root, ledgers.kind, chosen, ledgers.assets, ledgers.manifest)
+
+
+def merge_repeats(ledgers: LedgerSet) -> LedgerSet:
+    """Tasks ``…/repeat-<i>`` (the folders of ``run --repeats N``) of one system merged into one task per parent
+    folder, so the ``repeats`` re-run model sees every repeat of a case together."""
+    import re
+
+    groups: dict[str, list[LedgerTask]] = {}
+    for key in sorted(ledgers.tasks):
+        parent = re.sub(r"(^|/)repeat-\d+$", "", key) or "."
+        groups.setdefault(parent, []).append(ledgers.tasks[key])
+    if all(len(g) == 1 for g in groups.values()):
+        return ledgers
+    tasks = {}
+    for parent, members in groups.items():
+        first = members[0]
+        if len(members) == 1:
+            tasks[first.key] = first
+            continue
+        if len({t.system for t in members}) != 1:
+            raise DataError(ErrorCode.INVALID_VALUE, "repeat folders of one system", field="system",
+                            got=sorted(t.system.value for t in members), file=str(first.path.parent))
+        rows = tuple(r for t in members for r in t.rows)
+        tasks[parent] = LedgerTask(parent, first.system, rows, first.cases, first.path.parent, (), first.manifest, {},
+                                   first.cases_path)
+    return LedgerSet(ledgers.root, ledgers.kind, tasks, ledgers.assets, ledgers.manifest)
