@@ -254,8 +254,10 @@ def test_gate_check_cli_is_deterministic_and_writes_json(two_runs, tmp_path, cap
     doc = json.loads((tmp_path / "a.json").read_text())
     cal = doc["calibrations"][0]
     assert cal["sims"] == 300 and cal["effect_pp"] == 2.0 and cal["search_sims"] == 60
-    assert [c["criterion"] for c in cal["criteria"]] == ["new_false_dispatch <= 0", "path_exact_drop <= 1pp",
-                                                          "flip_pairs_drop <= 0"]
+    assert [c["criterion"] for c in cal["criteria"]] == ["new_forbidden_dispatch <= 0", "new_false_dispatch <= 0",
+                                                          "path_exact_drop <= 1pp", "flip_pairs_drop <= 0"]
+    # which action a re-drawn row dispatches is not drawn: the forbidden-dispatch criterion is reported uncalibrated
+    assert cal["criteria"][0]["false_alarm"] is None and all(c["false_alarm"] for c in cal["criteria"][1:])
 
 
 @pytest.mark.parametrize("extra, field", [(["--model", "bayes"], "model"), (["--effect", "2%"], "effect"),

@@ -61,8 +61,11 @@ from .gate import OPERATORS, Criterion, Gate
 from .ledgers import LedgerSet, LedgerTask
 
 SPLITS = tuple(s.value for s in Split)
-#: Criteria that are not a function of re-run outcomes (their A/A false-alarm rate is not estimated).
-UNCALIBRATED = frozenset({"changed", "other_path_change", "trace_only", "needs_live_rerun", "widening"})
+#: Criteria that are not a function of re-run outcomes (their A/A false-alarm rate is not estimated).  The forbidden-
+#: dispatch counts depend on *which* action and object a re-drawn row dispatches and on its state, which the re-run
+#: models (correctness, FD and FB per row) do not draw.
+UNCALIBRATED = frozenset({"changed", "other_path_change", "trace_only", "needs_live_rerun", "widening",
+                          "new_forbidden_dispatch", "forbidden_dispatch", "forbidden_dispatch_increase"})
 #: The power the recommended sample size must reach, and the A/A false-alarm rate it may not exceed there.
 TARGET_POWER = 0.80
 ALPHA = 0.05
