@@ -18,7 +18,7 @@ exact; see :mod:`routebr_kit.review.shadow`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +129,11 @@ class Review:
     @property
     def passed(self) -> bool:
         return self.gate.passed
+
+    def with_gate(self, gate: Gate | str | Path | None) -> Review:
+        """The same review judged by another gate (no replay: the gate reads the diff already made)."""
+        verdict = _gate(gate).evaluate(self.diff, (self.edit.base_assets, self.edit.candidate_assets))
+        return replace(self, gate=verdict)
 
     def metrics(self, split: str | None = None) -> dict[str, float]:
         """The diff's flat numbers (the ones the gate reads)."""
