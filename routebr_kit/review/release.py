@@ -2,7 +2,7 @@
 
 :func:`release_review` is the single implementation of the flow the paper's §III-D describes; the notebook-10 rule
 editor (:mod:`routebr_kit.notebook.review_widget`), notebook 10 itself and ``routebr-kit review`` all call it, and
-``routebr-kit impact`` / ``shadow`` / ``diff`` share its loading and rendering helpers (:func:`load_source`,
+``routebr-kit impact`` / ``shadow`` / ``diff`` share its loading and rendering helpers (:func:`load_review_source`,
 :func:`candidate_edit`, :func:`edit_lines`, :func:`impact_lines`, :func:`diff_sentence`)::
 
     from routebr_kit.review import release_review
@@ -47,7 +47,7 @@ class ReviewSource:
     label: str
 
 
-def load_source(*, artifact: str | Path | None = None, ledger: Sequence[str | Path] | None = None,
+def load_review_source(*, artifact: str | Path | None = None, ledger: Sequence[str | Path] | None = None,
                 cases: str | Path | None = None, base_assets: str | Path | None = None,
                 details: bool = True) -> ReviewSource:
     """``--artifact DIR`` or ``--ledger RUN_DIR ...`` (with ``--cases``), and the base release.
@@ -274,4 +274,4 @@ def diff_sentence(report: DiffReport) -> str:
 
 
 __all__ = ["CHANGED_COLUMNS", "Review", "ReviewSource", "candidate_edit", "diff_sentence", "edit_lines",
-           "impact_lines", "load_source", "release_review", "text_table"]
+           "impact_lines", "load_review_source", "release_review", "text_table"]
