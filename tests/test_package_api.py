@@ -14,6 +14,7 @@ import routebr_kit
 
 PACKAGES = sorted(m.name for m in pkgutil.iter_modules(routebr_kit.__path__) if m.ispkg and m.name != "resources")
 LAZY = ("adversarial", "experiments", "notebook", "runs", "systems")
+PARTLY_LAZY = ("backends", "metaroute", "store")
 
 
 @pytest.mark.parametrize("name", PACKAGES)
@@ -48,3 +49,18 @@ def test_the_release_review_api_is_exported():
 
     assert {"release_review", "Review", "load_ledgers", "write_release", "artifact_asset_files", "Gate",
             "DEFAULT_GATE", "split_table"} <= set(review.__all__)
+
+
+@pytest.mark.parametrize("name", PARTLY_LAZY)
+def test_names_loaded_on_first_use_are_the_modules_objects(name):
+    package = importlib.import_module(f"routebr_kit.{name}")
+    assert set(package._LAZY) <= set(package.__all__)
+    for public, module in package._LAZY.items():
+        assert getattr(package, public) is getattr(importlib.import_module(f"routebr_kit.{name}.{module}"), public)
+
+
+def test_the_store_and_backends_packages_stay_standard_library_only_on_import():
+    code = ("import sys, routebr_kit.store, routebr_kit.backends; "
+            "print(sorted(m for m in ('numpy', 'pandas', 'yaml', 'openai') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
