@@ -91,6 +91,8 @@ def test_r065_runs_before_r060_and_the_summary_counts_add_up(r065_review):
     classes = ("new false dispatch", "new false block", "fixed", "other path change", "trace only")
     assert sum(s[c] for c in classes) == s["changed"] == len(r065_review.diff.changed) > 0
     assert s["new false dispatch"] == 0 and s["edit"] == "R065" and s["gate"] == "FAIL"
+    header, _, values = s.to_string(index=False).splitlines()  # prints as a one-row table, like the editor did
+    assert header.split()[:2] == ["edit", "classes"] and values.split()[0] == "R065"
     # priority 65 < 70: R065 wins over the permission rule, so correct REJECTs become HANDOFFs
     moved = {c.case_id for c in r065_review.diff.changed
              if c.base_final_path == "T_REJECT" and c.candidate_final_path == "T_HANDOFF"}

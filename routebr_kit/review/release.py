@@ -115,6 +115,15 @@ def _ledgers(ledgers: LedgerSet | str | Path) -> LedgerSet:
 # --------------------------------------------------------------------------------------------- the review
 
 
+class SummaryRow(dict):
+    """A review's one-row summary: a plain ``dict`` (``pd.DataFrame([row])`` makes it a table) that also prints as
+    a one-row text table, as the rule editor's summary did (``row.to_string(index=False)``)."""
+
+    def to_string(self, index: bool = False) -> str:
+        del index  # a one-row summary has no index to show
+        return "\n".join(text_table([self]))
+
+
 @dataclass(frozen=True)
 class Review:
     """Everything one release review found: the edit, its exact impact, the shadow replay, the diff, the verdict."""
@@ -139,11 +148,11 @@ class Review:
         """The diff's flat numbers (the ones the gate reads)."""
         return self.diff.metrics(split)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> SummaryRow:
         """One row: what was selected, what changed (every change class, so the counts add up to ``changed``),
         the exact-match drop, lost FLIP pairs and the verdict."""
         m = self.diff.metrics()
-        row: dict[str, Any] = {"edit": self.label} if self.label else {}
+        row = SummaryRow({"edit": self.label} if self.label else {})
         row |= {"classes": ", ".join(c.value for c in self.edit.classes) or "none",
                 "selected (exact)": len(self.impact.selected()), "live re-run rows": len(self.impact.live_rerun),
                 "changed": int(m["changed"]), "new false dispatch": int(m["new_false_dispatch"]),
@@ -273,5 +282,5 @@ def diff_sentence(report: DiffReport) -> str:
             f"live re-run")
 
 
-__all__ = ["CHANGED_COLUMNS", "Review", "ReviewSource", "candidate_edit", "diff_sentence", "edit_lines",
+__all__ = ["CHANGED_COLUMNS", "Review", "ReviewSource", "SummaryRow", "candidate_edit", "diff_sentence", "edit_lines",
            "impact_lines", "load_review_source", "release_review", "text_table"]

@@ -44,7 +44,7 @@ from ..core.hashing import sha256_file
 from . import artifact as _artifact
 from .artifact import ARTIFACT_ENV, PUBLISHED_COMMIT, PUBLISHED_REPOSITORY
 from .files import read_json
-from .kitfiles import PACKAGE, source_checkout
+from .kitfiles import PACKAGE, package_parent, source_checkout
 
 #: The SHA-256 values the kit ships for the files it reads from the published repository.
 MANIFEST_PATH = Path(__file__).resolve().parents[1] / "resources" / "artifact_sha256.json"
@@ -170,8 +170,8 @@ def default_dest() -> Path:
 def check_dest(dest: Path) -> None:
     """Refuse a destination inside the installed package (or, for a wheel, anywhere under its ``site-packages``)."""
     where = dest.resolve()
-    inside = PACKAGE if source_checkout() is not None else PACKAGE.parent
-    if where == inside or where.is_relative_to(inside):
+    forbidden = [PACKAGE] if source_checkout() is not None else [PACKAGE, package_parent()]
+    if any(where.is_relative_to(folder) for folder in forbidden):
         raise DataError(ErrorCode.INVALID_VALUE, "a destination outside the installed package (e.g. "
                         "./artifacts/routebr)", file=str(dest), field="--dest")
 

@@ -34,6 +34,11 @@ def source_checkout() -> Path | None:
     return None
 
 
+def package_parent() -> Path:
+    """The folder the package is installed in: a checkout's root, or ``site-packages`` for a wheel."""
+    return _ABOVE
+
+
 def _folder(name: str) -> Path:
     checkout = source_checkout()
     return checkout / name if checkout is not None else RESOURCES / name
@@ -76,5 +81,5 @@ def work_root() -> Path:
     return checkout if checkout is not None else Path.cwd()
 
 
-__all__ = ["PACKAGE", "RESOURCES", "SHIPPED", "notebooks_dir", "params_dir", "params_file", "shipped_params",
-           "source_checkout", "work_root"]
+__all__ = ["PACKAGE", "RESOURCES", "SHIPPED", "notebooks_dir", "package_parent", "params_dir", "params_file",
+           "shipped_params", "source_checkout", "work_root"]
