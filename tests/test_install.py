@@ -336,6 +336,7 @@ def test_installed_reproduce_runs_from_any_directory_and_writes_only_there(insta
 
 @pytest.mark.install
 def test_installed_fetch_artifact_never_offers_site_packages(installed, tmp_path) -> None:
-    done = _run([str(installed / "routebr-kit"), "fetch-artifact", "--help"], cwd=tmp_path)
+    # COLUMNS: argparse would otherwise wrap the long path at its hyphens
+    done = _run(["env", "COLUMNS=1000", str(installed / "routebr-kit"), "fetch-artifact", "--help"], cwd=tmp_path)
     text = " ".join(done.stdout.split())
     assert "site-packages" not in text and f"default {tmp_path}/artifacts/routebr" in text
