@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diff": ("diff", "diff"),
     "gate-check": ("gate_check", "gate_check"),
     "impact": ("impact", "impact_cmd"),
+    "review": ("review", "review"),
     "verify": ("verify", "verify"),
     "report": ("report", "report"),
 }
