@@ -23,16 +23,27 @@ def add_source_args(p: argparse.ArgumentParser) -> None:
                    help="--ledger: the gold cases file the runs were made on")
     p.add_argument("--base-assets", type=Path, default=None,
                    help="--ledger: the assets the runs used (default: the folder of --cases)")
+    p.add_argument("--base-state-schema", type=Path, default=None,
+                   help="the runtime-state schema file the runs used (`run --state-schema`; default: "
+                        "state_schema.json in the base assets, else the schema derived from the rules)")
+
+
+def _schema_file(path: Path | None, flag: str) -> Path | None:
+    if path is not None and not path.is_file():
+        raise DataError(ErrorCode.FILE_NOT_FOUND, "an existing state-schema JSON file", file=str(path), field=flag)
+    return path
 
 
 def load_source(args: argparse.Namespace, *, details: bool) -> tuple[object, AssetFiles]:
     """The ledger set and the base release files named by :func:`add_source_args`."""
+    schema = _schema_file(args.base_state_schema, "--base-state-schema")
     if args.artifact is not None:
-        return load_ledgers(args.artifact, details=details), artifact_asset_files(args.artifact)
+        return load_ledgers(args.artifact, details=details), artifact_asset_files(args.artifact).replace(
+            state_schema=schema)
     if args.base_assets is None and args.cases is None:
         raise DataError(ErrorCode.EMPTY_VALUE, "--cases FILE (and optionally --base-assets DIR) with --ledger",
                         field="cases")
-    base = AssetFiles.from_dir(args.base_assets or args.cases.parent)
+    base = AssetFiles.from_dir(args.base_assets or args.cases.parent).replace(state_schema=schema)
     return load_many(args.ledger, cases=args.cases, assets=base.load(), details=details), base
 
 
@@ -44,6 +55,9 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rules", type=Path, default=None, help="candidate boundary rules CSV")
     p.add_argument("--registry", type=Path, default=None, help="candidate entity registry CSV")
     p.add_argument("--prompts", type=Path, default=None, help="candidate prompts JSON")
+    p.add_argument("--state-schema", type=Path, default=None,
+                   help="candidate runtime-state schema JSON (an edit class of its own: every state is checked "
+                        "against it before anything else)")
     p.add_argument("--options", nargs="*", default=(), metavar="NAME=VALUE",
                    help="controller options: fallback=CLARIFY|DEFER|HANDOFF|REJECT, enforce_state=, "
                         "enable_grounding=, repair= (true/false)")
@@ -57,7 +71,8 @@ def shadow(args: argparse.Namespace) -> int:
     ledgers, base = load_source(args, details=False)
     candidate = base.overlay(args.candidate_assets) if args.candidate_assets else base
     candidate = candidate.replace(catalog=args.catalog, rules=args.rules, registry=args.registry,
-                                  prompts=args.prompts)
+                                  prompts=args.prompts,
+                                  state_schema=_schema_file(args.state_schema, "--state-schema"))
     edit = compare_assets(base, candidate)
     result = shadow_replay(ledgers, edit, parse_options(args.options))
     path = write_shadow(result, args.out, receipts=args.receipts)
