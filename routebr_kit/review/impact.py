@@ -207,23 +207,36 @@ class ControllerView:
     :class:`~routebr_kit.core.decision.Decision` records that a release can change; never the asset hashes)."""
 
     state_schema: tuple[Any, ...]  # enforced?, violations (code, field, value)
-    contract: tuple[Any, ...]  # first output as read, errors, repair attempted/output/errors, failure, proposal
+    contract: tuple[Any, ...]  # outputs read?, errors, repair attempted/errors, failure, accepted proposal
     rule: tuple[Any, ...] | None  # winning rule: ID, version, decision, priority, condition (type-strict)
     object_gate: tuple[Any, ...]  # grounding enabled?, resolution, object
     terminal: tuple[Any, ...]  # terminal, action, object, reason
 
     @classmethod
-    def of(cls, d: Decision) -> ControllerView:
-        rule = d.rule
-        failure = d.failure
+    def of(cls, d: Decision, rules: dict[int, tuple[Any, ...]] | None = None) -> ControllerView:
+        """The view of one decision.  The outputs themselves are the recorded replies, the same on both sides of
+        a review: what can differ is whether each was read (``None``: the state failed first, or no repair was
+        asked for) and what the contract made of it.  ``rules`` memoizes the rule views (a few rules decide
+        every row)."""
+        rule, failure, log, proposal = d.rule, d.failure, d.log, d.proposal
+        rule_view = None
+        if rule is not None:
+            rule_view = rules.get(id(rule)) if rules is not None else None
+            if rule_view is None:
+                rule_view = (rule.rule_id, rule.version, rule.decision.value, rule.priority,
+                             _strict(dict(rule.condition.source)))
+                if rules is not None:
+                    rules[id(rule)] = rule_view
+        contract: tuple[Any, ...] = (d.first_output is None, proposal is None or (
+            proposal.action_id, proposal.object_id, proposal.topk))
+        if log is not None:  # an irregular first pass: its errors, the repair and any failure
+            contract += (tuple(_strict(e.as_dict()) for e in log.first_errors), log.repair_attempted,
+                         log.repair_output is None, tuple(_strict(e.as_dict()) for e in log.repair_errors),
+                         None if failure is None else (failure.kind.value, failure.message))
         return cls(
             (d.options.enforce_state, tuple((v.code.value, v.field, v.got) for v in d.state_errors)),
-            (_strict(d.first_output), tuple(_strict(e.as_dict()) for e in d.first_errors), d.repair_attempted,
-             _strict(d.repair_output), tuple(_strict(e.as_dict()) for e in d.repair_errors),
-             None if failure is None else (failure.kind.value, failure.message),
-             None if d.proposal is None else _strict(d.proposal.as_dict())),
-            None if rule is None else (rule.rule_id, rule.version, rule.decision.value, rule.priority,
-                                       _strict(dict(rule.condition.source))),
+            contract,
+            rule_view,
             (d.options.enable_grounding, d.object_resolution.value, d.object_id),
             (d.terminal.value, d.action_id, d.object_id, d.reason.value),
         )
@@ -277,8 +290,9 @@ def controller_affected(task: LedgerTask, edit: AssetEdit, cases: Mapping[str, C
             cache[key] = base_d
     cand_d = replay_task(task, cand_c, cases, "impact:candidate")[1]
     out = []
+    memo: dict[int, tuple[Any, ...]] = {}  # (the rules outlive this loop: their ids stay unique within it)
     for row, a, b in zip(task.rows, base_d, cand_d):
-        stage = ControllerView.of(a).first_difference(ControllerView.of(b))
+        stage = ControllerView.of(a, memo).first_difference(ControllerView.of(b, memo))
         if stage is not None:
             out.append(AffectedRow(task.key, task.system.value, row.case_id, row.repeat_id,
                                    task.cases[row.case_id].split.value, stage.value, _rule_text(a.rule),
