@@ -333,5 +333,6 @@ def entity_view_sha(entities: tuple[Entity, ...]) -> str:
     return sha256_json([e.prompt_view() for e in entities])
 
 
-__all__ = ["ASSET_NAMES", "AssetEdit", "AssetFiles", "EditClass", "compare_assets", "prompt_stage_texts", "registry_changes",
-           "prompts_with_line", "registry_without", "rules_csv", "rules_prompt_view", "write_release"]
+__all__ = ["ASSET_NAMES", "AssetEdit", "AssetFiles", "EditClass", "compare_assets", "prompt_stage_texts",
+           "prompts_with_line", "registry_changes", "registry_without", "rules_csv", "rules_prompt_view",
+           "write_release"]

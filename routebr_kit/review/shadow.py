@@ -37,10 +37,10 @@ from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_json
 from ..core.records import Entity, Registry, RouteRequest, System, Terminal
 from ..evaluation.metrics import calls_of
+from ..store.assets import Assets
 from ..store.cases import Case
 from ..store.files import read_json
 from ..store.ledger import MANIFEST, RAW, PredictionRow, write_json_atomic, write_predictions
-from ..store.assets import Assets
 from .assets import AssetEdit, rules_prompt_view
 from .ledgers import (
     SHADOW_KEY,
