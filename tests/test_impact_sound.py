@@ -11,8 +11,8 @@ Oracles, computed independently of :mod:`routebr_kit.review.impact`:
 * **sound** — every row whose shadow-replayed decision changes (final path, boundary or dispatched object) is
   selected;
 * **exact** — the rows selected for a rule / state-schema / option edit are exactly the rows whose decision record
-  (:meth:`Decision.as_dict` without the asset hashes, compared type-strictly as JSON) differs between the base
-  replay and the shadow replay.
+  (the fields :meth:`Decision.as_dict` is derived from, without the asset hashes; rules compared type-strictly)
+  differs between the base replay (:func:`replay_rows`, once) and the shadow replay.
 
 Run on the published CONFIRM ledgers (1,280 rows, 440 through the controller); skipped without the artifact.
 """
@@ -180,11 +180,15 @@ def published(routebr_artifact):
     return LedgerSet(ledgers.root, "artifact", confirm, ledgers.assets), template, base, records, {}
 
 
-def _record(decision) -> str:
-    """A decision record without the asset hashes, type-strict."""
-    doc = decision.as_dict()
-    doc.pop("hashes")
-    return json.dumps(doc, sort_keys=True, ensure_ascii=False)
+def _record(d) -> tuple:
+    """A decision's record without the asset hashes: every field :meth:`Decision.as_dict` (and so the trace) is
+    derived from — of the rule, what the record and its trace show (ID, decision, priority, version, condition),
+    the condition compared type-strictly (``{"f": false}`` and ``{"f": 0}`` differ, ``==`` on the parsed
+    conditions says they do not).  The outputs are compared as given: both sides read the same recorded replies."""
+    rule = None if d.rule is None else (d.rule.rule_id, d.rule.decision, d.rule.priority, d.rule.version,
+                                        json.dumps(dict(d.rule.condition.source), sort_keys=True))
+    return (d.request_id, d.terminal, d.action_id, d.object_id, d.reason, d.proposal, rule, d.object_resolution,
+            d.first_output, d.log, d.state_errors, d.options.enforce_state, d.options.enable_grounding)
 
 
 def _edit(template: AssetEdit, base: Assets, candidate: Assets, classes: tuple[EditClass, ...]) -> AssetEdit:
@@ -301,7 +305,9 @@ def test_registry_edits(published, data):
     registry = data.draw(registries(base.registry))
     edit = _edit(template, base, Assets(base.catalog, base.policy, registry), (EditClass.REGISTRY,))
     report, changed = _check(published, edit, data.draw(OPTIONS), exact=False)
-    lists = {k: rebase_cases(t.cases, edit)[1] for k, t in ledgers.tasks.items()}
+    by_cases = {id(t.cases): t.cases for t in ledgers.tasks.values()}
+    rebased = {i: rebase_cases(cases, edit)[1] for i, cases in by_cases.items()}
+    lists = {k: rebased[id(t.cases)] for k, t in ledgers.tasks.items()}
     on_lists = {(t, c, r) for (t, c, r) in report.selected(EditClass.REGISTRY) if c in lists[t]}
     assert {k for k in changed if k[1] in lists[k[0]]} <= on_lists
 
@@ -358,3 +364,28 @@ def test_a_candidate_state_schema_file_is_an_edit_class_of_its_own(published, tm
     diff = diff_ledgers(ledgers, shadow_ledgers(shadow_replay(ledgers, edit)))
     assert diff.changed and {c.first_changed_stage for c in diff.changed} == {ChangeStage.STATE_SCHEMA}
     assert {(c.task, c.case_id, c.repeat_id) for c in diff.changed} <= report.selected()
+
+
+# --------------------------------------------------------------------------------------------- grouped replay
+
+
+def test_grouped_replay_reads_the_state_schema_before_a_rejected_output(routebr_artifact):
+    """A rejected output on a state that fails its schema ends in FAIL_CLOSED_INVALID_STATE (the schema is checked
+    first), so it cannot share the decision of the same output on a valid state."""
+    import numpy as np
+
+    from routebr_kit.core.records import RouteRequest, RuntimeState
+    from routebr_kit.review.fast import ColumnarLedger, decision_view, grouped_decide, row_by_row
+
+    controller = artifact_asset_files(routebr_artifact).load().controller()
+    valid = {f: True for f in BOOL_FIELDS} | {"policy_version": "v1"}
+    states = [valid, {**valid, "context_fresh": "yes"}, {k: v for k, v in valid.items() if k != "entity_resolved"}]
+    requests = [RouteRequest(f"r{i}", "u", (), RuntimeState(s), ()) for i, s in enumerate(states)]
+    ledger = ColumnarLedger(requests, ["not json", {"action_id": "A4_SUPPORT_RESPONSE", "object_id": "NONE",
+                                                    "topk": ["A4_SUPPORT_RESPONSE"]}],
+                            np.array([0, 1, 2, 0, 1, 2]), np.array([0, 0, 0, 1, 1, 1]))
+    grouped = grouped_decide(controller, ledger)
+    reference = row_by_row(controller, ledger)
+    assert [grouped.view(i) for i in range(len(ledger))] == [decision_view(d) for d in reference]
+    assert [d.reason.value for d in reference][:3] == ["FAIL_CLOSED_INVALID_OUTPUT", "FAIL_CLOSED_INVALID_STATE",
+                                                       "FAIL_CLOSED_INVALID_STATE"]
