@@ -370,8 +370,9 @@ def test_a_candidate_state_schema_file_is_an_edit_class_of_its_own(published, tm
 
 
 def test_grouped_replay_reads_the_state_schema_before_a_rejected_output(routebr_artifact):
-    """A rejected output on a state that fails its schema ends in FAIL_CLOSED_INVALID_STATE (the schema is checked
-    first), so it cannot share the decision of the same output on a valid state."""
+    """An output on a state that fails its schema ends in FAIL_CLOSED_INVALID_STATE with no proposal read (the
+    schema is checked first): a rejected output cannot share the decision it has on a valid state, and an accepted
+    one's ``topk`` is not recorded."""
     import numpy as np
 
     from routebr_kit.core.records import RouteRequest, RuntimeState
@@ -387,5 +388,7 @@ def test_grouped_replay_reads_the_state_schema_before_a_rejected_output(routebr_
     grouped = grouped_decide(controller, ledger)
     reference = row_by_row(controller, ledger)
     assert [grouped.view(i) for i in range(len(ledger))] == [decision_view(d) for d in reference]
-    assert [d.reason.value for d in reference][:3] == ["FAIL_CLOSED_INVALID_OUTPUT", "FAIL_CLOSED_INVALID_STATE",
-                                                       "FAIL_CLOSED_INVALID_STATE"]
+    reasons = [d.reason.value for d in reference]
+    assert reasons[0] != "FAIL_CLOSED_INVALID_STATE" and reasons[3] == "DISPATCH_OK"
+    assert reasons[1] == reasons[2] == reasons[4] == reasons[5] == "FAIL_CLOSED_INVALID_STATE"
+    assert [grouped.view(i)[-1] for i in range(3, 6)] == [("A4_SUPPORT_RESPONSE",), (), ()]  # no output read

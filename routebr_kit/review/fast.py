@@ -114,7 +114,9 @@ def grouped_decide(controller: Controller, ledger: ColumnarLedger) -> GroupedDec
     cand_code = _codes([_candidate_key(r) for r in ledger.requests])
     state_code = _codes([_state_key(r) for r in ledger.requests])
     schema = controller.policy.state_schema if controller.options.enforce_state else None
-    verdict_code = _codes([schema.check(r.state.values) if schema is not None else () for r in ledger.requests])
+    verdicts = [schema.check(r.state.values) if schema is not None else () for r in ledger.requests]
+    verdict_code = _codes(verdicts)
+    state_valid = np.array([not v for v in verdicts], dtype=bool)
     # 1. the contract, once per (candidate list, output)
     pair_key = cand_code[ri] * n_out + oi
     pairs, first_row, pair_of_row = np.unique(pair_key, return_index=True, return_inverse=True)
@@ -136,7 +138,7 @@ def grouped_decide(controller: Controller, ledger: ColumnarLedger) -> GroupedDec
     decide = controller.decide
     requests, outputs = ledger.requests, ledger.outputs
     decisions = tuple(decide(requests[int(ri[row])], outputs[int(oi[row])]) for row in representative.tolist())
-    proposal_of_row = np.where(row_accepted, pair_of_row, -1)
+    proposal_of_row = np.where(row_accepted & state_valid[ri], pair_of_row, -1)  # (a failed state reads no output)
     return GroupedDecisions(decisions, group_of_row.reshape(-1), proposal_of_row.reshape(-1), tuple(proposals))
 
 
