@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 
 from ..review import candidate_edit, edit_lines, impact, impact_lines, load_ledgers, load_many
+from ..review.assets import AssetFiles
+from ..review.release import state_schema_file
+from ..review.shadow import parse_options
 from .common import command
 
 
@@ -18,18 +21,26 @@ def _args(p: argparse.ArgumentParser) -> None:
     source.add_argument("--artifact", type=Path, help="published artifact directory (its recorded runs)")
     source.add_argument("--ledger", type=Path, nargs="+", help="run directories (or a folder of them)")
     p.add_argument("--cases", type=Path, default=None, help="--ledger: the gold cases file of the runs")
+    p.add_argument("--base-state-schema", type=Path, default=None,
+                   help="the runtime-state schema file the runs used (`run --state-schema`; default: "
+                        "state_schema.json in --base-assets, else the schema derived from the rules)")
+    p.add_argument("--options", nargs="*", default=(), metavar="NAME=VALUE",
+                   help="controller option overrides, as `shadow --options` takes them")
     p.add_argument("--json", type=Path, default=None, help="write the full selection as JSON")
 
 
 @command("impact", "classify an asset edit and select the recorded cases it can affect (no model call)", _args)
 def impact_cmd(args: argparse.Namespace) -> int:
-    edit = candidate_edit(args.base_assets, args.candidate_assets)  # the candidate need hold only what it changes
+    base = AssetFiles.from_dir(args.base_assets).replace(
+        state_schema=state_schema_file(args.base_state_schema, "--base-state-schema"))
+    edit = candidate_edit(base, args.candidate_assets)  # the candidate need hold only what it changes
+    options = parse_options(args.options)
     ledgers = None
     if args.artifact is not None:
         ledgers = load_ledgers(args.artifact, details=False)
     elif args.ledger:
         ledgers = load_many(args.ledger, cases=args.cases, assets=edit.base_assets, details=False)
-    report = impact(edit, ledgers)
+    report = impact(edit, ledgers, options)
     for line in [*edit_lines(edit), *impact_lines(report, ledgers=ledgers is not None)]:
         print(line)
     if args.json:

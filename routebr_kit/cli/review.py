@@ -31,6 +31,9 @@ def _args(p: argparse.ArgumentParser) -> None:
     source.add_argument("--ledger", type=Path, nargs="+",
                         help="run directories written by `routebr-kit run` (or a folder of them)")
     p.add_argument("--cases", type=Path, default=None, help="--ledger: the gold cases file the runs were made on")
+    p.add_argument("--base-state-schema", type=Path, default=None,
+                   help="the runtime-state schema file the runs used (`run --state-schema`; default: "
+                        "state_schema.json in the base assets, else the schema derived from the rules)")
     p.add_argument("--gate", default=None, metavar="FILE|SPEC", help=f"the release gate (default: {DEFAULT_GATE})")
     p.add_argument("--options", nargs="*", default=(), metavar="NAME=VALUE",
                    help="candidate controller options: fallback=CLARIFY|DEFER|HANDOFF|REJECT, enforce_state=, "
@@ -49,7 +52,8 @@ def review(args: argparse.Namespace) -> int:
         raise DataError(ErrorCode.INVALID_VALUE, "an output folder that does not exist yet or is empty",
                         file=str(args.out), field="--out")  # checked before the replay, not after
     source = load_review_source(artifact=args.artifact, ledger=args.ledger, cases=args.cases,
-                                base_assets=args.base_assets, details=True)
+                                base_assets=args.base_assets, base_state_schema=args.base_state_schema,
+                                details=True)
     result = release_review(source.base, args.candidate_assets, source.ledgers, args.gate, options=args.options)
     for line in result.lines(show=args.show):
         print(line)

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..review import AssetFiles, candidate_edit, load_review_source, parse_options, shadow_replay, write_shadow
+from ..review.release import state_schema_file
 from .common import command, print_table
 
 
@@ -20,12 +21,16 @@ def add_source_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-assets", type=Path, default=None,
                    help="the assets the runs used (default: the artifact's data/ and prompts with --artifact; the "
                         "folder of --cases with --ledger)")
+    p.add_argument("--base-state-schema", type=Path, default=None,
+                   help="the runtime-state schema file the runs used (`run --state-schema`; default: "
+                        "state_schema.json in the base assets, else the schema derived from the rules)")
 
 
 def load_source(args: argparse.Namespace, *, details: bool) -> tuple[object, AssetFiles]:
     """The ledger set and the base release named by :func:`add_source_args` (``review.load_review_source``)."""
     source = load_review_source(artifact=args.artifact, ledger=args.ledger, cases=args.cases,
-                                base_assets=args.base_assets, details=details)
+                                base_assets=args.base_assets, base_state_schema=args.base_state_schema,
+                                details=details)
     return source.ledgers, source.base
 
 
@@ -37,6 +42,9 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rules", type=Path, default=None, help="candidate boundary rules CSV")
     p.add_argument("--registry", type=Path, default=None, help="candidate entity registry CSV")
     p.add_argument("--prompts", type=Path, default=None, help="candidate prompts JSON")
+    p.add_argument("--state-schema", type=Path, default=None,
+                   help="candidate runtime-state schema JSON (an edit class of its own: every state is checked "
+                        "against it before anything else)")
     p.add_argument("--options", nargs="*", default=(), metavar="NAME=VALUE",
                    help="controller options: fallback=CLARIFY|DEFER|HANDOFF|REJECT, enforce_state=, "
                         "enable_grounding=, repair= (true/false)")
@@ -49,7 +57,8 @@ def _args(p: argparse.ArgumentParser) -> None:
 def shadow(args: argparse.Namespace) -> int:
     ledgers, base = load_source(args, details=False)
     edit = candidate_edit(base, args.candidate_assets, catalog=args.catalog, rules=args.rules,
-                          registry=args.registry, prompts=args.prompts)
+                          registry=args.registry, prompts=args.prompts,
+                          state_schema=state_schema_file(args.state_schema, "--state-schema"))
     result = shadow_replay(ledgers, edit, parse_options(args.options))
     path = write_shadow(result, args.out, receipts=args.receipts)
     print_table(result.summary())

@@ -10,13 +10,16 @@ file                       asset
 ``entity_catalog.csv``     the entity registry (published schema) — or ``registry.csv`` (kit schema)
 ``prompts.json``           prompt texts (published layout) — or ``routebr-prompts-*.json`` (kit layout)
 ``api_profiles.json``      backend profiles — or ``profiles.json`` / ``profiles.yaml`` / ``profiles.yml``
+``state_schema.json``      the runtime-state schema file (``run --state-schema``); absent: derived from the rules
 ``*.py``                   adapter code
 =========================  =========================================================================
 
 Other files (cases, READMEs) are not assets and are listed as ignored.  An edit is classified by what a model call
 would see: a catalog edit counts as a *prompt-visible* change only when the catalog's prompt view changes (IDs,
 names, descriptions, object types), a registry edit by the entities whose prompt view changed, a prompt edit by the
-stages whose text changed.
+stages whose text changed.  A state-schema file is an asset of its own (:attr:`EditClass.STATE_SCHEMA`): the
+controller checks every state against it before anything else, so adding, removing or editing it changes what the
+controller reads for every row.  Rules are compared type-strictly (``false`` and ``0`` are different literals).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from ..core.hashing import sha256_bytes, sha256_file, sha256_json
 from ..core.records import Entity, Registry
 from ..core.rules import Rule
 from ..prompts import PROMPT_KEYS
-from ..store.assets import REGISTRY_NAMES, Assets, load_assets
+from ..store.assets import REGISTRY_NAMES, STATE_SCHEMA_NAME, Assets, load_assets
 from ..store.files import MAX_CSV_BYTES, read_bytes, read_json, read_text
 
 CATALOG_FILE = "catalog.csv"
@@ -52,6 +55,7 @@ class EditClass(str, enum.Enum):
     REGISTRY = "registry"
     CATALOG = "catalog"
     PROMPTS = "prompts"
+    STATE_SCHEMA = "state_schema"
     PROFILE_ADAPTER = "profile/adapter"
 
 
@@ -66,6 +70,7 @@ class AssetFiles:
     profiles: Path | None = None
     adapter: tuple[Path, ...] = ()
     ignored: tuple[str, ...] = ()
+    state_schema: Path | None = None  # None: the schema derived from the rules
 
     @classmethod
     def from_dir(cls, directory: str | Path) -> AssetFiles:
@@ -80,11 +85,12 @@ class AssetFiles:
         prompts = _one(root, ([root / PUBLISHED_PROMPTS] if (root / PUBLISHED_PROMPTS).is_file() else [])
                        + sorted(root.glob(KIT_PROMPTS_GLOB)), "one prompts file")
         profiles = _one(root, [root / n for n in PROFILE_NAMES if (root / n).is_file()], "one profiles file")
+        schema = root / STATE_SCHEMA_NAME if (root / STATE_SCHEMA_NAME).exists() else None
         adapter = tuple(sorted(root.glob("*.py")))
-        known = {CATALOG_FILE, RULES_FILE, *(p.name for p in (registry, prompts, profiles) if p),
+        known = {CATALOG_FILE, RULES_FILE, *(p.name for p in (registry, prompts, profiles, schema) if p),
                  *(p.name for p in adapter)}
         ignored = tuple(sorted(p.name for p in root.iterdir() if p.is_file() and p.name not in known))
-        return cls(root / CATALOG_FILE, root / RULES_FILE, registry, prompts, profiles, adapter, ignored)
+        return cls(root / CATALOG_FILE, root / RULES_FILE, registry, prompts, profiles, adapter, ignored, schema)
 
     def overlay(self, directory: str | Path) -> AssetFiles:
         """This release with every asset file found in ``directory`` swapped in (absent ones kept): a candidate
@@ -104,20 +110,22 @@ class AssetFiles:
             "registry": found([root / n for n in REGISTRY_NAMES], "one registry file"),
             "prompts": found([root / PUBLISHED_PROMPTS, *sorted(root.glob(KIT_PROMPTS_GLOB))], "one prompts file"),
             "profiles": found([root / n for n in PROFILE_NAMES], "one profiles file"),
+            "state_schema": found([root / STATE_SCHEMA_NAME], "one state-schema file"),
         }
         merged = self.replace(**changes)
         adapter = tuple(sorted(root.glob("*.py"))) or self.adapter
         return AssetFiles(merged.catalog, merged.rules, merged.registry, merged.prompts, merged.profiles, adapter,
-                          self.ignored)
+                          self.ignored, merged.state_schema)
 
     def replace(self, **changes: Path | None) -> AssetFiles:
         """The same release with some files swapped (``None`` values keep the current file)."""
-        values = {name: getattr(self, name) for name in ("catalog", "rules", "registry", "prompts", "profiles")}
+        values = {name: getattr(self, name) for name in ASSET_NAMES}
         values.update({k: Path(v) for k, v in changes.items() if v is not None})
         return AssetFiles(**values, adapter=self.adapter, ignored=self.ignored)
 
     def load(self) -> Assets:
-        return load_assets(self.catalog, self.rules, self.registry)
+        """Catalog, rules (validated against the state schema: this release's file, else derived) and registry."""
+        return load_assets(self.catalog, self.rules, self.registry, self.state_schema)
 
     def hashes(self) -> dict[str, Any]:
         """SHA-256 of every asset file (``None`` where the release has none)."""
@@ -125,14 +133,16 @@ class AssetFiles:
             return None if path is None else sha256_bytes(read_bytes(path, "an asset file", max_bytes=MAX_CSV_BYTES))
 
         return {"catalog": h(self.catalog), "rules": h(self.rules), "registry": h(self.registry),
-                "prompts": h(self.prompts), "profiles": h(self.profiles),
+                "prompts": h(self.prompts), "profiles": h(self.profiles), "state_schema": h(self.state_schema),
                 "adapter": {p.name: sha256_file(p) for p in self.adapter}}
 
     def describe(self) -> dict[str, Any]:
-        return {"files": {k: (str(v) if v is not None else None) for k, v in
-                          (("catalog", self.catalog), ("rules", self.rules), ("registry", self.registry),
-                           ("prompts", self.prompts), ("profiles", self.profiles))},
+        return {"files": {k: (str(getattr(self, k)) if getattr(self, k) is not None else None) for k in ASSET_NAMES},
                 "hashes": self.hashes()}
+
+
+#: The single-file assets of a release, in the order they are reported.
+ASSET_NAMES = ("catalog", "rules", "registry", "prompts", "profiles", "state_schema")
 
 
 def _one(root: Path, found: list[Path], what: str) -> Path | None:
@@ -192,6 +202,9 @@ class AssetEdit:
     rules_changed: tuple[str, ...]  # rule IDs added, removed or altered
     registry_changed: Mapping[str, str] = field(default_factory=dict)
     prompt_stages_changed: tuple[str, ...] = ()
+    #: the effective runtime-state schema differs (a schema file edited, added or removed, or a rule edit that
+    #: changes the derived fields, their types or whether they are required)
+    state_schema_changed: bool = False
 
     @property
     def identical(self) -> bool:
@@ -202,20 +215,26 @@ class AssetEdit:
                 "catalog_prompt_changed": self.catalog_prompt_changed, "rules_changed": list(self.rules_changed),
                 "registry_changed": dict(self.registry_changed),
                 "prompt_stages_changed": list(self.prompt_stages_changed),
+                "state_schema_changed": self.state_schema_changed,
                 "base": self.base.describe(), "candidate": self.candidate.describe()}
+
+
+def _rule_key(r: Rule) -> str:
+    """A rule's content, type-strict: ``{"f": false}`` and ``{"f": 0}`` differ (``==`` on Python values does not)."""
+    return json.dumps(r.as_dict(), sort_keys=True, ensure_ascii=False, default=repr)
 
 
 def compare_assets(base: AssetFiles, candidate: AssetFiles) -> AssetEdit:
     """Hash both releases, load both, and classify every difference."""
     hb, hc = base.hashes(), candidate.hashes()
-    changed = tuple(k for k in ("catalog", "rules", "registry", "prompts", "profiles", "adapter") if hb[k] != hc[k])
+    changed = tuple(k for k in (*ASSET_NAMES, "adapter") if hb[k] != hc[k])
     a, b = base.load(), candidate.load()
     classes: list[EditClass] = []
     catalog_prompt = a.catalog.prompt_view() != b.catalog.prompt_view()
     if "catalog" in changed:
         classes.append(EditClass.CATALOG)
-    old_rules = {r.rule_id: r.as_dict() for r in a.policy.rules}
-    new_rules = {r.rule_id: r.as_dict() for r in b.policy.rules}
+    old_rules = {r.rule_id: _rule_key(r) for r in a.policy.rules}
+    new_rules = {r.rule_id: _rule_key(r) for r in b.policy.rules}
     rules_changed = tuple(sorted(i for i in old_rules.keys() | new_rules.keys()
                                  if old_rules.get(i) != new_rules.get(i)))
     if "rules" in changed:
@@ -231,9 +250,13 @@ def compare_assets(base: AssetFiles, candidate: AssetFiles) -> AssetEdit:
             stages = PROMPT_KEYS  # one side has no prompt file: every stage may differ
         else:
             stages = tuple(k for k in PROMPT_KEYS if old_t[k] != new_t[k])
+    if "state_schema" in changed:
+        classes.append(EditClass.STATE_SCHEMA)
     if "profiles" in changed or "adapter" in changed:
         classes.append(EditClass.PROFILE_ADAPTER)
-    return AssetEdit(base, candidate, a, b, tuple(classes), changed, catalog_prompt, rules_changed, reg, stages)
+    schema_changed = a.policy.state_schema.as_dict() != b.policy.state_schema.as_dict()
+    return AssetEdit(base, candidate, a, b, tuple(classes), changed, catalog_prompt, rules_changed, reg, stages,
+                     schema_changed)
 
 
 def rules_csv(rules: Sequence[Rule]) -> str:
@@ -249,13 +272,20 @@ def rules_csv(rules: Sequence[Rule]) -> str:
 
 
 def write_release(directory: str | Path, base: AssetFiles, *, rules: Sequence[Rule] | None = None,
-                  registry_csv: str | None = None, prompts: Mapping[str, Any] | None = None) -> AssetFiles:
-    """A candidate release directory: the base files copied, with the given assets replaced."""
+                  registry_csv: str | None = None, prompts: Mapping[str, Any] | None = None,
+                  state_schema: Mapping[str, Any] | None = None) -> AssetFiles:
+    """A candidate release directory: the base files copied, with the given assets replaced (``state_schema``: a
+    schema document written as ``state_schema.json``)."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     for path in (base.catalog, base.rules, base.registry, base.prompts, base.profiles, *base.adapter):
         if path is not None:
             (out / path.name).write_bytes(path.read_bytes())
+    if base.state_schema is not None:
+        (out / STATE_SCHEMA_NAME).write_bytes(base.state_schema.read_bytes())
+    if state_schema is not None:
+        (out / STATE_SCHEMA_NAME).write_text(json.dumps(state_schema, ensure_ascii=False, indent=1) + "\n",
+                                             encoding="utf-8")
     if rules is not None:
         (out / RULES_FILE).write_text(rules_csv(rules), encoding="utf-8", newline="")
     if registry_csv is not None:
@@ -303,5 +333,6 @@ def entity_view_sha(entities: tuple[Entity, ...]) -> str:
     return sha256_json([e.prompt_view() for e in entities])
 
 
-__all__ = ["AssetEdit", "AssetFiles", "EditClass", "compare_assets", "prompt_stage_texts", "registry_changes",
-           "prompts_with_line", "registry_without", "rules_csv", "rules_prompt_view", "write_release"]
+__all__ = ["ASSET_NAMES", "AssetEdit", "AssetFiles", "EditClass", "compare_assets", "prompt_stage_texts",
+           "prompts_with_line", "registry_changes", "registry_without", "rules_csv", "rules_prompt_view",
+           "write_release"]

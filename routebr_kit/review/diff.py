@@ -6,10 +6,11 @@ with the same systems, the same row keys and the same gold labels (:class:`NotCo
 2).
 
 For every changed row the diff names the **first stage that changed** (:class:`ChangeStage`, in pipeline order:
-proposal, contract/repair, winning rule and version, object gate, terminal) and its **change class**
-(:class:`ChangeClass`, the first that applies): a new forbidden dispatch, a new false dispatch, a new false block, a
-fix, another path change, or a trace-only change (same emitted path, different rule or reason).  New forbidden
-dispatches are listed first, then new false dispatches.
+state schema — the verdict on the runtime state, checked before any model call —, proposal, contract/repair,
+winning rule and version, object gate, terminal) and its **change class** (:class:`ChangeClass`, the first that
+applies): a new forbidden dispatch, a new false dispatch, a new false block, a fix, another path change, or a
+trace-only change (same emitted path, different rule or reason).  New forbidden dispatches are listed first, then
+new false dispatches.
 
 **Forbidden dispatch** (:mod:`routebr_kit.evaluation.forbidden`) is judged against the rules, not the gold label.
 A changed row is a *new forbidden dispatch* when the candidate row dispatches an action/object that the candidate's
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import KitError
+from ..core.records import ReasonCode
 from ..evaluation.forbidden import DispatchCheck, DispatchGate, dispatches
 from ..evaluation.metrics import Count, first_pass_valid_of, flip_pairs, score
 from ..evaluation.paired import drop_lcb, regression_p
@@ -49,6 +51,7 @@ from .ledgers import SHADOW_KEY, LedgerSet, LedgerTask, RowDetail
 class ChangeStage(str, enum.Enum):
     """Pipeline stages, in order: the first one whose record differs is where a change entered."""
 
+    STATE_SCHEMA = "state_schema"  # the runtime-state verdict (and which fields fail), before any model call
     PROPOSAL = "proposal"
     CONTRACT = "contract/repair"
     RULE = "rule"
@@ -267,6 +270,8 @@ def _flagged(task: LedgerTask) -> set[tuple[str, str]]:
 def first_changed_stage(a: PredictionRow, b: PredictionRow, da: RowDetail | None,
                         db: RowDetail | None) -> ChangeStage | None:
     """The first pipeline stage whose record differs between two rows of the same case (``None``: no change)."""
+    if _state_changed(a, b, da, db):
+        return ChangeStage.STATE_SCHEMA
     if a.valid_json and b.valid_json and ((a.pred_action, a.topk) != (b.pred_action, b.topk)
                                           or (a.pred_object_id != b.pred_object_id and a.pred_object_id != "UNRESOLVED"
                                               and b.pred_object_id != "UNRESOLVED")):
@@ -285,6 +290,21 @@ def first_changed_stage(a: PredictionRow, b: PredictionRow, da: RowDetail | None
             or (da is not None and db is not None and da.reason != db.reason):
         return ChangeStage.TERMINAL
     return None
+
+
+_INVALID_STATE = ReasonCode.FAIL_CLOSED_INVALID_STATE.value
+
+
+def _state_changed(a: PredictionRow, b: PredictionRow, da: RowDetail | None, db: RowDetail | None) -> bool:
+    """Whether the state-schema verdict differs: the violations (``CODE:field``) when both sides carry decision
+    details, else whether each side's state failed its schema at all."""
+    if da is not None and db is not None:
+        return (da.state_errors, da.reason == _INVALID_STATE) != (db.state_errors, db.reason == _INVALID_STATE)
+
+    def failed(row: PredictionRow, d: RowDetail | None) -> bool:
+        return d.reason == _INVALID_STATE if d is not None else row.error_code == _INVALID_STATE
+
+    return failed(a, da) != failed(b, db)
 
 
 def change_class(gold_path: str, a: PredictionRow, b: PredictionRow, base_forbidden: bool = False,

@@ -5,13 +5,16 @@ Algorithm 1 makes a recorded first output's decision depend on few things:
 * the **contract** depends only on the output and the case's candidate list (object IDs and types);
 * an **accepted** proposal's gates depend only on its primary action, its object ID and the runtime state
   (``topk[1:]`` is never consulted; the object gate reads the catalog entry, the object and the options);
-* a **rejected** output with no recorded repair ends in the fail-closed terminal, whatever the state.
+* a **rejected** output with no recorded repair ends in the fail-closed terminal, whatever the state passing its
+  schema — but the schema is checked first: a state that fails it ends in ``FAIL_CLOSED_INVALID_STATE`` with its
+  own violations, whatever the output.
 
 So rows are grouped by their signature — ``(action, object, state)`` for accepted proposals, ``(candidate list,
-output)`` for rejected ones — and each group is decided once by the real :meth:`Controller.decide` on one of its
-rows; the other rows share that decision except for their own request ID and ``topk``.  No gate logic is
-re-implemented here; equality with row-by-row ``decide`` on every ledger field is property-tested
-(``tests/test_review_fast.py``) and asserted by ``benchmarks/bench_review.py`` on 1,000,000 rows.
+output, state-schema verdict)`` for rejected ones — and each group is decided once by the real
+:meth:`Controller.decide` on one of its rows; the other rows share that decision except for their own request ID
+and ``topk``.  No gate logic is re-implemented here; equality with row-by-row ``decide`` on every ledger field is
+property-tested (``tests/test_review_fast.py``; states that fail their schema: ``tests/test_impact_sound.py``) and
+asserted by ``benchmarks/bench_review.py`` on 1,000,000 rows.
 
 Ledgers are columnar (:class:`ColumnarLedger`): tables of distinct requests and distinct first outputs, and one
 integer per row into each.  Only first outputs are handled (a row with a recorded repair output goes through
@@ -110,6 +113,10 @@ def grouped_decide(controller: Controller, ledger: ColumnarLedger) -> GroupedDec
     ri, oi = ledger.request_index, ledger.output_index
     cand_code = _codes([_candidate_key(r) for r in ledger.requests])
     state_code = _codes([_state_key(r) for r in ledger.requests])
+    schema = controller.policy.state_schema if controller.options.enforce_state else None
+    verdicts = [schema.check(r.state.values) if schema is not None else () for r in ledger.requests]
+    verdict_code = _codes(verdicts)
+    state_valid = np.array([not v for v in verdicts], dtype=bool)
     # 1. the contract, once per (candidate list, output)
     pair_key = cand_code[ri] * n_out + oi
     pairs, first_row, pair_of_row = np.unique(pair_key, return_index=True, return_inverse=True)
@@ -121,15 +128,17 @@ def grouped_decide(controller: Controller, ledger: ColumnarLedger) -> GroupedDec
     actions = _codes([(p.action_id, p.object_id) if p is not None else None for p in proposals])
     accepted = np.array([p is not None for p in proposals], dtype=bool)
     # 2. the gates, once per (action, object, state) of accepted proposals; rejected outputs by their contract pair
+    #    and the state's schema verdict (checked before the output is read)
     n_state = int(state_code.max()) + 1 if len(state_code) else 1
+    n_verdict = int(verdict_code.max()) + 1 if len(verdict_code) else 1
     row_accepted = accepted[pair_of_row]
     gate_key = np.where(row_accepted, actions[pair_of_row] * n_state + state_code[ri],
-                        -1 - pair_of_row.astype(np.int64))
+                        -1 - (pair_of_row.astype(np.int64) * n_verdict + verdict_code[ri]))
     _, representative, group_of_row = np.unique(gate_key, return_index=True, return_inverse=True)
     decide = controller.decide
     requests, outputs = ledger.requests, ledger.outputs
     decisions = tuple(decide(requests[int(ri[row])], outputs[int(oi[row])]) for row in representative.tolist())
-    proposal_of_row = np.where(row_accepted, pair_of_row, -1)
+    proposal_of_row = np.where(row_accepted & state_valid[ri], pair_of_row, -1)  # (a failed state reads no output)
     return GroupedDecisions(decisions, group_of_row.reshape(-1), proposal_of_row.reshape(-1), tuple(proposals))
 
 

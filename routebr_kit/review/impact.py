@@ -1,32 +1,52 @@
-"""Change-impact selection: which recorded cases an asset edit can affect, computed without any model call.
+"""Change-impact selection: which recorded rows an asset (or option) edit can affect, computed without any model call.
 
-For each edit class (:class:`~routebr_kit.review.assets.EditClass`) the report gives the paper's regression slice
-*and* the exact affected set:
+**The controller set** — exact, by construction.  For every controller row (routebr, a_state, a_ground) the
+recorded replies are decided twice by the one replay function the shadow replay runs
+(:func:`~routebr_kit.review.shadow.replay_task`): once by the base release's controller on the cases as recorded,
+once by the candidate's controller (candidate catalog, rules, state schema and registry-rebased candidate lists,
+with the ``options`` a shadow would get) — and a row is selected when anything the controller reads or
+concludes for it differs (:class:`ControllerView`, stage by stage): the state-schema verdict and which fields fail
+(checked first, before any model call), the contract check and repair, the winning rule (ID, version, decision,
+priority, condition), the object gate, and the emitted terminal, action, object and reason (the fallback option
+included).  The first differing stage is the row's ``why`` (the diff's stage names).
 
-* **rules** — the controller rows whose winning rule (ID, version or decision) differs between the base and the
-  candidate program for their recorded ``(action, state)``.  This is exact: a row is selected iff its shadow-replayed
-  decision goes through a different rule (property-tested), so every row whose final path changes is inside it and
-  nothing is selected that cannot change.  B2 rows see the rule table in their prompt: they join the live slice.
-* **registry** — the rows whose case's candidate list changes (an entity removed, or its prompt view rewritten):
-  that is the only way a registry reaches a decision (the object check runs on the candidate list), and it changes
-  the prompt, so these rows also need a live re-run.
-* **catalog / prompts** — the rows whose prompt changed (every row for a prompt-visible catalog edit; the rows that
-  called a changed stage for a prompt edit): the live re-run slice, with its call and token cost from the ledger.
-* **profile / adapter** — no recorded row can show the effect; the adapter test list is what must run.
+What is exact, precisely (the domain of the theorem): *given the recorded replies*, the shadow replay of a row
+under the same edit and options produces the candidate decision computed here, because it is the same function
+on the same inputs.  Hence (i) **sound**: every row whose shadow decision (final path, boundary, dispatched
+object) changes is selected; (ii) **exact** for rule, state-schema and option edits: a selected row's decision
+record (:meth:`Decision.as_dict <routebr_kit.core.decision.Decision.as_dict>` without the asset hashes) differs,
+and every row whose record differs is selected.  Both are property-tested against :func:`shadow_replay` over
+generated edits (``tests/test_impact_sound.py``).  Outside that domain — a catalog edit visible in the prompt, a
+registry edit that changes a candidate list, a prompt edit — the model would see a different input, so the
+recorded replies no longer say what it would answer: those rows form the **live re-run slice** (flagged by the
+shadow's own rule, :func:`~routebr_kit.review.shadow.row_flags`) and the controller set is exact only for the
+recorded replies.  B1/B2 rows are model-decided (the shadow keeps them as recorded): they are never in the
+controller set; a B2 row joins the live slice when its prompt's rule table changes.
+
+Per edit class (:class:`~routebr_kit.review.assets.EditClass`) the report gives the paper's regression slice and
+the affected set: **rules / state_schema** — the controller set; **registry** — the rows whose candidate list
+changes (⊇ the controller set's registry effect) plus the controller set; **catalog** — the controller set plus
+the rows whose prompt changed; **prompts** — the rows that called a changed stage; **profile / adapter** — no
+recorded row can show the effect, so the adapter tests to run.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.controller import Controller, Decision
+from ..core.decision import jsonable
 from ..evaluation.metrics import calls_of
+from ..store.cases import Case
 from ..store.ledger import PredictionRow
 from .assets import AssetEdit, AssetFiles, EditClass, rules_prompt_view
-from .ledgers import LedgerSet, LedgerTask
-from .shadow import ShadowFlag, rebase_cases, row_flags
+from .diff import ChangeStage
+from .ledgers import LedgerSet, LedgerTask, check_state_schema
+from .shadow import ShadowFlag, rebase_cases, replay_task, row_flags, task_controller
 
 #: The paper's regression slices (§III-D), per edit class.
 PAPER_SLICES: Mapping[EditClass, str] = {
@@ -34,6 +54,7 @@ PAPER_SLICES: Mapping[EditClass, str] = {
     EditClass.REGISTRY: "ENTITY regression: every object-grounding case",
     EditClass.CATALOG: "MAIN plus the known account-analysis / information-lookup confusion cases",
     EditClass.PROMPTS: "MAIN plus the known account-analysis / information-lookup confusion cases",
+    EditClass.STATE_SCHEMA: "none named by the paper (it has no state-schema asset): every controller row",
     EditClass.PROFILE_ADAPTER: "schema, response-identity, timeout, repair and fail-closed adapter tests",
 }
 #: The confusable pair of actions the paper names.
@@ -75,11 +96,17 @@ class AffectedRow:
     candidate_rule: str | None = None
     calls: int = 0
     tokens: int = 0
+    base_reason: str | None = None
+    candidate_reason: str | None = None
+    base_final_path: str | None = None
+    candidate_final_path: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"task": self.task, "system": self.system, "case_id": self.case_id, "repeat_id": self.repeat_id,
                 "split": self.split, "why": self.why, "base_rule": self.base_rule,
-                "candidate_rule": self.candidate_rule, "calls": self.calls, "tokens": self.tokens}
+                "candidate_rule": self.candidate_rule, "base_reason": self.base_reason,
+                "candidate_reason": self.candidate_reason, "base_final_path": self.base_final_path,
+                "candidate_final_path": self.candidate_final_path, "calls": self.calls, "tokens": self.tokens}
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,12 +143,28 @@ class ImpactReport:
     paper_slices: Mapping[EditClass, tuple[tuple[str, str, str], ...]] = field(default_factory=dict)
     adapter_tests: tuple[tuple[str, str], ...] = ()
     rows: int = 0
+    #: the controller set of the whole edit (module docstring): rows the controller decides differently
+    controller: tuple[AffectedRow, ...] = ()
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     def selected(self, cls: EditClass | None = None) -> set[tuple[str, str, str]]:
-        """``(task, case_id, repeat_id)`` of the exact affected set (one class or all) plus the live slice."""
+        """``(task, case_id, repeat_id)`` of the affected set of one class, or of every class plus the controller
+        set (``None``; an option-only edit has no class but may have a controller set)."""
         chosen = [cls] if cls is not None else list(self.exact)
         keys = {(r.task, r.case_id, r.repeat_id) for c in chosen for r in self.exact.get(c, ())}
+        if cls is None:
+            keys |= self.controller_keys()
         return keys
+
+    def controller_keys(self) -> set[tuple[str, str, str]]:
+        return {(r.task, r.case_id, r.repeat_id) for r in self.controller}
+
+    def stages(self) -> dict[str, int]:
+        """Controller-set rows per first differing stage."""
+        out: dict[str, int] = {}
+        for r in self.controller:
+            out[r.why] = out.get(r.why, 0) + 1
+        return out
 
     def live_keys(self) -> set[tuple[str, str, str]]:
         return {(r.task, r.case_id, r.repeat_id) for r in self.live_rerun}
@@ -135,42 +178,126 @@ class ImpactReport:
                         "paper slice rows": len(slice_keys) if cls is not EditClass.PROFILE_ADAPTER
                         else f"{len(self.adapter_tests)} tests",
                         "exact affected rows": len(exact), "outside paper slice": len(exact - slice_keys)
-                        if cls is not EditClass.PROFILE_ADAPTER else 0})
+                        if cls is not EditClass.PROFILE_ADAPTER else 0,
+                        "controller decides differently": len(exact & self.controller_keys())})
         return out
 
     def as_dict(self) -> dict[str, Any]:
         return {"edit": self.edit.as_dict(), "rows": self.rows, "summary": self.summary(),
                 "exact": {c.value: [r.as_dict() for r in rows] for c, rows in self.exact.items()},
+                "controller": [r.as_dict() for r in self.controller], "controller_stages": self.stages(),
+                "options": {k: getattr(v, "value", v) for k, v in self.options.items()},
                 "live_rerun": [r.as_dict() for r in self.live_rerun], "live_cost": self.live_cost.as_dict(),
                 "paper_slices": {c.value: [list(k) for k in keys] for c, keys in self.paper_slices.items()},
                 "adapter_tests": [{"property": p, "test": t} for p, t in self.adapter_tests]}
 
 
-def _rule_text(r: Any) -> str:
-    return f"{r.rule_id}@{r.version}->{r.decision.value}"
+def _rule_text(r: Any) -> str | None:
+    return None if r is None else f"{r.rule_id}@{r.version}->{r.decision.value}"
 
 
-def rule_affected(task: LedgerTask, edit: AssetEdit) -> list[AffectedRow]:
-    """Controller rows whose winning rule differs for their recorded (action, state)."""
+def _strict(value: Any) -> str:
+    """A type-strict text of a value (``false`` and ``0`` differ, as the controller's checks say they do)."""
+    return json.dumps(jsonable(value), sort_keys=True, ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerView:
+    """What the controller read and concluded for one row, per pipeline stage (everything a
+    :class:`~routebr_kit.core.decision.Decision` records that a release can change; never the asset hashes)."""
+
+    state_schema: tuple[Any, ...]  # enforced?, violations (code, field, value)
+    contract: tuple[Any, ...]  # outputs read?, errors, repair attempted/errors, failure, accepted proposal
+    rule: tuple[Any, ...] | None  # winning rule: ID, version, decision, priority, condition (type-strict)
+    object_gate: tuple[Any, ...]  # grounding enabled?, resolution, object
+    terminal: tuple[Any, ...]  # terminal, action, object, reason
+
+    @classmethod
+    def of(cls, d: Decision, rules: dict[int, tuple[Any, ...]] | None = None) -> ControllerView:
+        """The view of one decision.  The outputs themselves are the recorded replies, the same on both sides of
+        a review: what can differ is whether each was read (``None``: the state failed first, or no repair was
+        asked for) and what the contract made of it.  ``rules`` memoizes the rule views (a few rules decide
+        every row)."""
+        rule, failure, log, proposal = d.rule, d.failure, d.log, d.proposal
+        rule_view = None
+        if rule is not None:
+            rule_view = rules.get(id(rule)) if rules is not None else None
+            if rule_view is None:
+                rule_view = (rule.rule_id, rule.version, rule.decision.value, rule.priority,
+                             _strict(dict(rule.condition.source)))
+                if rules is not None:
+                    rules[id(rule)] = rule_view
+        contract: tuple[Any, ...] = (d.first_output is None, proposal is None or (
+            proposal.action_id, proposal.object_id, proposal.topk))
+        if log is not None:  # an irregular first pass: its errors, the repair and any failure
+            contract += (tuple(_strict(e.as_dict()) for e in log.first_errors), log.repair_attempted,
+                         log.repair_output is None, tuple(_strict(e.as_dict()) for e in log.repair_errors),
+                         None if failure is None else (failure.kind.value, failure.message))
+        return cls(
+            (d.options.enforce_state, tuple((v.code.value, v.field, v.got) for v in d.state_errors)),
+            contract,
+            rule_view,
+            (d.options.enable_grounding, d.object_resolution.value, d.object_id),
+            (d.terminal.value, d.action_id, d.object_id, d.reason.value),
+        )
+
+    def first_difference(self, other: ControllerView) -> ChangeStage | None:
+        """The first stage, in pipeline order, whose record differs (``None``: the controller decides alike)."""
+        for stage, name in _VIEW_STAGES:
+            if getattr(self, name) != getattr(other, name):
+                return stage
+        return None
+
+
+_VIEW_STAGES = ((ChangeStage.STATE_SCHEMA, "state_schema"), (ChangeStage.CONTRACT, "contract"),
+                (ChangeStage.RULE, "rule"), (ChangeStage.OBJECT_GATE, "object_gate"),
+                (ChangeStage.TERMINAL, "terminal"))
+
+#: ``(task key, base controller identity) -> base decisions``: a caller that reviews many edits against one base
+#: may pass one dict to :func:`impact` to decide the base once.
+BaseCache = dict[tuple[Any, ...], tuple[Decision, ...]]
+
+
+def _same_controller_inputs(edit: AssetEdit, base: Controller, candidate: Controller, rebased: bool) -> bool:
+    """Whether the candidate controller reads exactly what the base one reads (then no decision can differ)."""
+    a, b = edit.base_assets, edit.candidate_assets
+
+    def same(x: Any, y: Any) -> bool:  # one object, or loaded from byte-identical files
+        return x is y or bool(x.sha256 and x.sha256 == y.sha256)
+
+    return (not rebased and base.options == candidate.options and same(a.catalog, b.catalog)
+            and same(a.policy, b.policy) and a.policy.state_schema.sha256 == b.policy.state_schema.sha256)
+
+
+def controller_affected(task: LedgerTask, edit: AssetEdit, cases: Mapping[str, Case], *, rebased: bool,
+                        options: Mapping[str, Any] | None = None,
+                        cache: BaseCache | None = None) -> list[AffectedRow]:
+    """The controller set of one task (see the module docstring): rows whose :class:`ControllerView` differs
+    between the base decision and the candidate decision of the same recorded replies.  ``cases`` are the cases
+    under the candidate release (:func:`~routebr_kit.review.shadow.rebase_cases`); ``rebased`` says whether some
+    candidate list changed."""
     if not task.system.uses_controller:
         return []
-    base, cand = edit.base_assets.policy, edit.candidate_assets.policy
+    base_c = task_controller(task, edit.base_assets)
+    cand_c = task_controller(task, edit.candidate_assets, options)
+    if _same_controller_inputs(edit, base_c, cand_c, rebased):
+        return []
+    key = (task.key, id(task), id(edit.base_assets.catalog), id(edit.base_assets.policy), base_c.options)
+    base_d = cache.get(key) if cache is not None else None
+    if base_d is None:
+        base_d = replay_task(task, base_c, task.cases, "impact:base")[1]
+        if cache is not None:
+            cache[key] = base_d
+    cand_d = replay_task(task, cand_c, cases, "impact:candidate")[1]
     out = []
-    memo: dict[tuple[str, int], tuple[Any, Any]] = {}
-    for row in task.rows:
-        action = row.pred_action
-        if not row.valid_json or action not in base.catalog_ids or action not in cand.catalog_ids:
-            continue  # fail-closed rows never reach the rules
-        case = task.cases[row.case_id]
-        state = case.request.state
-        key = (action, id(state))
-        if key not in memo:
-            memo[key] = (base.evaluate(action, state.values), cand.evaluate(action, state.values))
-        rb, rc = memo[key]
-        if (rb.rule_id, rb.version, rb.decision) != (rc.rule_id, rc.version, rc.decision):
-            out.append(AffectedRow(task.key, task.system.value, row.case_id, row.repeat_id, case.split.value,
-                                   "winning rule differs", _rule_text(rb), _rule_text(rc), calls_of(row),
-                                   row.input_tokens + row.output_tokens))
+    memo: dict[int, tuple[Any, ...]] = {}  # (the rules outlive this loop: their ids stay unique within it)
+    for row, a, b in zip(task.rows, base_d, cand_d):
+        stage = ControllerView.of(a, memo).first_difference(ControllerView.of(b, memo))
+        if stage is not None:
+            out.append(AffectedRow(task.key, task.system.value, row.case_id, row.repeat_id,
+                                   task.cases[row.case_id].split.value, stage.value, _rule_text(a.rule),
+                                   _rule_text(b.rule), calls_of(row), row.input_tokens + row.output_tokens,
+                                   a.reason.value, b.reason.value, a.final_path, b.final_path))
     return out
 
 
@@ -188,46 +315,59 @@ def _paper_slice(cls: EditClass, ledgers: LedgerSet) -> tuple[tuple[str, str, st
             split = task.cases[r.case_id].split.value
             hit = {EditClass.RULES: split == "FLIP", EditClass.REGISTRY: split == "ENTITY",
                    EditClass.CATALOG: split == "MAIN" or r.case_id in confused,
-                   EditClass.PROMPTS: split == "MAIN" or r.case_id in confused}.get(cls, False)
+                   EditClass.PROMPTS: split == "MAIN" or r.case_id in confused,
+                   EditClass.STATE_SCHEMA: task.system.uses_controller}.get(cls, False)
             if hit:
                 keys.append((task.key, r.case_id, r.repeat_id))
     return tuple(keys)
 
 
-def impact(edit: AssetEdit, ledgers: LedgerSet | None = None) -> ImpactReport:
-    """Classify ``edit`` and select, in ``ledgers``, the rows it can affect (see the module docstring)."""
-    exact: dict[EditClass, list[AffectedRow]] = {c: [] for c in edit.classes if c is not EditClass.PROFILE_ADAPTER}
+def impact(edit: AssetEdit, ledgers: LedgerSet | None = None, options: Mapping[str, Any] | None = None, *,
+           cache: BaseCache | None = None) -> ImpactReport:
+    """Classify ``edit`` and select, in ``ledgers``, the rows it can affect (see the module docstring).  ``options``
+    are controller option overrides, as :func:`~routebr_kit.review.shadow.shadow_replay` takes them."""
+    options = dict(options or {})
+    exact: dict[EditClass, dict[tuple[str, str, str], AffectedRow]] = {
+        c: {} for c in edit.classes if c is not EditClass.PROFILE_ADAPTER}
+    controller: list[AffectedRow] = []
     live: list[AffectedRow] = []
     live_rows: list[PredictionRow] = []
     slices: dict[EditClass, tuple[tuple[str, str, str], ...]] = {}
     total = 0
+
+    def add(cls: EditClass, row: AffectedRow) -> None:
+        if cls in exact:
+            exact[cls].setdefault((row.task, row.case_id, row.repeat_id), row)
+
     if ledgers is not None:
+        for task in ledgers.tasks.values():
+            check_state_schema(task, edit.base_assets)  # the base is what the run ran under
         rules_in_prompt = rules_prompt_view(edit.base_assets) != rules_prompt_view(edit.candidate_assets)
-        rebased: dict[int, frozenset[str]] = {}
+        rebased: dict[int, tuple[Mapping[str, Case], frozenset[str]]] = {}
         for task in ledgers.tasks.values():
             total += len(task.rows)
             if id(task.cases) not in rebased:
-                rebased[id(task.cases)] = rebase_cases(task.cases, edit)[1]
-            changed_lists = rebased[id(task.cases)]
-            if EditClass.RULES in exact:
-                exact[EditClass.RULES].extend(rule_affected(task, edit))
+                rebased[id(task.cases)] = rebase_cases(task.cases, edit)
+            cases, changed_lists = rebased[id(task.cases)]
+            decided = controller_affected(task, edit, cases, rebased=bool(changed_lists), options=options,
+                                          cache=cache)
+            controller.extend(decided)
+            for row in decided:
+                for cls in (EditClass.RULES, EditClass.STATE_SCHEMA, EditClass.CATALOG, EditClass.REGISTRY):
+                    add(cls, row)
             for row in task.rows:
                 case = task.cases[row.case_id]
                 cost = (calls_of(row), row.input_tokens + row.output_tokens)
-                if EditClass.REGISTRY in exact and row.case_id in changed_lists:
-                    exact[EditClass.REGISTRY].append(AffectedRow(task.key, task.system.value, row.case_id,
-                                                                 row.repeat_id, case.split.value,
-                                                                 "candidate list changes", calls=cost[0],
-                                                                 tokens=cost[1]))
+                if row.case_id in changed_lists:
+                    add(EditClass.REGISTRY, AffectedRow(task.key, task.system.value, row.case_id, row.repeat_id,
+                                                        case.split.value, "candidate list changes", calls=cost[0],
+                                                        tokens=cost[1]))
                 flags = row_flags(task, row, None, edit, changed_lists, rules_in_prompt)  # the shadow's own rule
-                prompt_flags = [f for f in flags if f in (ShadowFlag.CATALOG_IN_PROMPT_CHANGED,
-                                                           ShadowFlag.PROMPT_STAGE_CHANGED)]
                 for cls, wanted in ((EditClass.CATALOG, ShadowFlag.CATALOG_IN_PROMPT_CHANGED),
                                     (EditClass.PROMPTS, ShadowFlag.PROMPT_STAGE_CHANGED)):
-                    if cls in exact and wanted in prompt_flags:
-                        exact[cls].append(AffectedRow(task.key, task.system.value, row.case_id, row.repeat_id,
-                                                      case.split.value, "prompt changes", calls=cost[0],
-                                                      tokens=cost[1]))
+                    if wanted in flags:
+                        add(cls, AffectedRow(task.key, task.system.value, row.case_id, row.repeat_id,
+                                             case.split.value, "prompt changes", calls=cost[0], tokens=cost[1]))
                 if flags:
                     live.append(AffectedRow(task.key, task.system.value, row.case_id, row.repeat_id,
                                             case.split.value, "+".join(f.value for f in flags), calls=cost[0],
@@ -235,9 +375,9 @@ def impact(edit: AssetEdit, ledgers: LedgerSet | None = None) -> ImpactReport:
                     live_rows.append(row)
         slices = {cls: _paper_slice(cls, ledgers) for cls in edit.classes if cls is not EditClass.PROFILE_ADAPTER}
     adapter = ADAPTER_TESTS if EditClass.PROFILE_ADAPTER in edit.classes else ()
-    return ImpactReport(edit, {c: tuple(v) for c, v in exact.items()}, tuple(live), _cost(live_rows), slices,
-                        adapter, total)
+    return ImpactReport(edit, {c: tuple(v.values()) for c, v in exact.items()}, tuple(live), _cost(live_rows),
+                        slices, adapter, total, tuple(controller), options)
 
 
-__all__ = ["ADAPTER_TESTS", "CONFUSION_ACTIONS", "PAPER_SLICES", "AffectedRow", "Cost", "ImpactReport",
-           "artifact_asset_files", "impact", "rule_affected"]
+__all__ = ["ADAPTER_TESTS", "CONFUSION_ACTIONS", "PAPER_SLICES", "AffectedRow", "BaseCache", "ControllerView", "Cost",
+           "ImpactReport", "artifact_asset_files", "controller_affected", "impact"]

@@ -19,7 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..core.controller import ControllerOptions, Decision
+from ..core.controller import Controller, ControllerOptions, Decision
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_json
 from ..core.records import System, Terminal
@@ -50,19 +50,23 @@ class RowDetail:
     rule_decision: str | None = None
     object_resolution: str | None = None
     repair_attempted: bool = False
+    #: how the runtime state broke its schema, ``CODE:field`` per violation (``()``: it passed, or was not checked)
+    state_errors: tuple[str, ...] = ()
 
     @classmethod
     def of_decision(cls, decision: Decision) -> RowDetail:
         rule = decision.rule
         return cls(decision.reason.value, rule.rule_id if rule else None, rule.version if rule else None,
                    rule.decision.value if rule else None, decision.object_resolution.value,
-                   decision.repair_attempted)
+                   decision.repair_attempted, tuple(f"{v.code.value}:{v.field}" for v in decision.state_errors))
 
     @classmethod
     def of_dict(cls, d: Mapping[str, Any]) -> RowDetail:
         rule = d.get("rule") or {}
+        errors = d.get("state_errors") or ()
         return cls(str(d.get("reason", "")), rule.get("rule_id"), rule.get("version"), rule.get("decision"),
-                   d.get("object_resolution"), bool(d.get("repair_attempted")))
+                   d.get("object_resolution"), bool(d.get("repair_attempted")),
+                   tuple(f"{e.get('code')}:{e.get('field')}" if isinstance(e, Mapping) else str(e) for e in errors))
 
 
 def gold_view(case: Case) -> dict[str, Any]:
@@ -95,6 +99,15 @@ class LedgerTask:
     @cached_property
     def receipt_set(self) -> frozenset[Path]:
         return frozenset(self.receipts)
+
+    @cached_property
+    def receipt_index(self) -> Mapping[RowKey, Path]:
+        """Each receipt by the ``(case_id, repeat_id)`` it records (see :func:`receipt_index`)."""
+        return receipt_index(self.receipts, str(self.manifest.get("repeat_id") or "0"))
+
+    def receipts_of(self, repeat_id: str) -> tuple[Path, ...]:
+        """The receipts of one repeat (a replay keys replies by case ID, so it must see one repeat at a time)."""
+        return tuple(p for (_, r), p in self.receipt_index.items() if r == repeat_id)
 
     @property
     def split(self) -> str:
@@ -136,6 +149,72 @@ def _unique_rows(rows: Sequence[PredictionRow], file: str) -> None:
 
 
 CasesCache = dict[Path, dict[str, Case]]
+
+
+def receipt_index(receipts: Sequence[Path], default_repeat: str = "0") -> dict[RowKey, Path]:
+    """``(case_id, repeat_id) -> receipt``: the case and repeat a receipt records (published receipts record no
+    repeat: the run manifest's ``repeat_id``, else ``"0"``).  Two receipts for one row are a located error."""
+    out: dict[RowKey, Path] = {}
+    for path in receipts:
+        receipt = read_json(path, "a receipt JSON object", record=True)
+        if not isinstance(receipt, Mapping) or not isinstance(receipt.get("case_id"), str):
+            raise DataError(ErrorCode.INVALID_VALUE, "a receipt naming its case_id", file=str(path), field="case_id")
+        key = (receipt["case_id"], str(receipt.get("repeat_id", default_repeat)))
+        if key in out:
+            raise DataError(ErrorCode.DUPLICATE_ID, "one receipt per (case_id, repeat_id)", file=str(path),
+                            field="case_id", got=f"{key[0]} repeat {key[1]}", detail=f"also in {out[key]}")
+        out[key] = path
+    return out
+
+
+def replay_by_repeat(controller: Controller, rows: Sequence[PredictionRow], cases: Mapping[str, Case],
+                     index: Mapping[RowKey, Path], *, name: str = "replay") -> tuple[tuple[PredictionRow, ...],
+                                                                                     tuple[Decision, ...]]:
+    """:func:`~routebr_kit.runs.replay.replay_rows` once per ``repeat_id`` (recorded replies are keyed by case
+    ID, so rows of two repeats of one case must never share a replay), each with that repeat's receipts; the
+    results in the order of ``rows``."""
+    groups: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        groups.setdefault(r.repeat_id, []).append(i)
+    out_rows: list[PredictionRow | None] = [None] * len(rows)
+    out_decisions: list[Decision | None] = [None] * len(rows)
+    for repeat, positions in groups.items():
+        chosen = [rows[i] for i in positions]
+        receipts = [p for (_, r), p in index.items() if r == repeat]
+        result = replay_rows(controller, chosen, cases, receipts=receipts, name=name)
+        for i, row, decision in zip(positions, result.rows, result.decisions):
+            out_rows[i], out_decisions[i] = row, decision
+    return tuple(out_rows), tuple(out_decisions)  # type: ignore[arg-type]
+
+
+def recorded_state_schema(manifest: Mapping[str, Any]) -> tuple[bool, str | None]:
+    """``(recorded, sha256)``: whether a run manifest records the runtime-state schema it ran under (a kit run
+    or shadow does; a published manifest does not) and that schema file's hash (``None``: derived from the
+    rules)."""
+    hashes = manifest.get("hashes")
+    if not isinstance(hashes, Mapping) or "state_schema" not in hashes:
+        return False, None
+    return True, hashes["state_schema"] or None
+
+
+def check_state_schema(task: LedgerTask, assets: Assets) -> None:
+    """The base of a review is what the run ran under: a run recorded with ``--state-schema FILE`` (its hash in the
+    manifest) must be reviewed against that schema file, and a run under the derived schema against none —
+    otherwise every replay would change decisions the release did not change.  A located error names the file."""
+    if not task.system.uses_controller:
+        return
+    recorded, sha = recorded_state_schema(task.manifest)
+    if not recorded:
+        return
+    have = assets.policy.state_schema.sha256 or None
+    if have != sha:
+        def name(h: str | None) -> str:
+            return "the schema derived from the rules" if h is None else f"a state-schema file with sha256 {h[:12]}"
+
+        raise DataError(ErrorCode.INCONSISTENT_ASSETS, f"the state schema the run recorded ({name(sha)})",
+                        file=str(task.path / MANIFEST), field="hashes.state_schema", got=name(have),
+                        detail="give the base the schema the run used (state_schema.json in the base asset "
+                               "directory, or --base-state-schema FILE)")
 
 
 def load_ledgers(path: str | Path, *, cases: str | Path | None = None, assets: Assets | None = None,
@@ -203,14 +282,15 @@ def _run_task(key: str, folder: Path, cases_arg: str | Path | None, assets: Asse
     raw = folder / RAW
     receipts = tuple(sorted(raw.glob("*.json"))) if raw.is_dir() else ()
     details: dict[RowKey, RowDetail] = {}
+    task = LedgerTask(key, system, rows, cases, folder, receipts, manifest, details, cases_path)
     if want_details and system.uses_controller:
-        details = _shadow_details(folder / SHADOW_ROWS) or _receipt_details(receipts)
+        details.update(_shadow_details(folder / SHADOW_ROWS) or _receipt_details(task))
         if len(details) < len(rows):
             missing = [r for r in rows if (r.case_id, r.repeat_id) not in details]
             chosen = assets if assets is not None else assets_beside(cases_path)
             options = ControllerOptions.for_system(system, **controller_overrides(manifest))
-            details.update(_replayed_details(chosen, options, missing, cases, receipts))
-    return LedgerTask(key, system, rows, cases, folder, receipts, manifest, details, cases_path)
+            details.update(_replayed_details(chosen, options, missing, cases, task.receipt_index))
+    return task
 
 
 def controller_overrides(manifest: Mapping[str, Any]) -> dict[str, Any]:
@@ -235,22 +315,22 @@ def _shadow_details(path: Path) -> dict[RowKey, RowDetail]:
     return out
 
 
-def _receipt_details(receipts: Sequence[Path]) -> dict[RowKey, RowDetail]:
+def _receipt_details(task: LedgerTask) -> dict[RowKey, RowDetail]:
     out = {}
-    for path in receipts:
+    for key, path in task.receipt_index.items():
         receipt = read_json(path, "a receipt JSON object", record=True)
-        decision = (receipt.get("summary") or {}).get("decision") if isinstance(receipt, dict) else None
+        decision = (receipt.get("summary") or {}).get("decision")
         if isinstance(decision, dict) and "reason" in decision:
-            out[(str(receipt.get("case_id")), str(receipt.get("repeat_id", "0")))] = RowDetail.of_dict(decision)
+            out[key] = RowDetail.of_dict(decision)
     return out
 
 
 def _replayed_details(assets: Assets, options: ControllerOptions, rows: Sequence[PredictionRow],
-                      cases: Mapping[str, Case], receipts: Sequence[Path]) -> dict[RowKey, RowDetail]:
+                      cases: Mapping[str, Case], index: Mapping[RowKey, Path]) -> dict[RowKey, RowDetail]:
     if not rows:
         return {}
-    result = replay_rows(assets.controller(options), rows, cases, receipts=receipts, name="review:details")
-    return {(r.case_id, r.repeat_id): RowDetail.of_decision(d) for r, d in zip(rows, result.decisions)}
+    _, decisions = replay_by_repeat(assets.controller(options), rows, cases, index, name="review:details")
+    return {(r.case_id, r.repeat_id): RowDetail.of_decision(d) for r, d in zip(rows, decisions)}
 
 
 def _artifact_set(artifact: Artifact, want_details: bool, cache: CasesCache) -> LedgerSet:
@@ -270,12 +350,13 @@ def _artifact_set(artifact: Artifact, want_details: bool, cache: CasesCache) -> 
                                 file=str(t.predictions_path), line=r.line, field="case_id", got=r.case_id)
         _unique_rows(rows, str(t.predictions_path))
         receipts = tuple(t.receipts())
-        details = {}
+        details: dict[RowKey, RowDetail] = {}
+        task = LedgerTask(t.key, t.system, rows, cases, t.path, receipts, t.manifest(), details,
+                          artifact.cases_path(t.phase))
         if want_details and t.system.uses_controller:
-            details = _replayed_details(artifact.assets, ControllerOptions.for_system(t.system), rows, cases,
-                                        receipts)
-        tasks[t.key] = LedgerTask(t.key, t.system, rows, cases, t.path, receipts, t.manifest(), details,
-                                  artifact.cases_path(t.phase))
+            details.update(_replayed_details(artifact.assets, ControllerOptions.for_system(t.system), rows, cases,
+                                             task.receipt_index))
+        tasks[t.key] = task
     return LedgerSet(artifact.root / "experiments" / "results", "artifact", tasks, artifact.assets,
                      {"artifact": str(artifact.root)})
 
@@ -307,5 +388,6 @@ def load_many(paths: Sequence[str | Path], *, cases: str | Path | None = None, a
     return LedgerSet(Path(paths[0]).resolve().parent, "runs", tasks, assets)
 
 
-__all__ = ["SHADOW_KEY", "SHADOW_MANIFEST", "LedgerSet", "LedgerTask", "RowDetail", "gold_sha256", "gold_view",
-           "controller_overrides", "load_ledgers", "load_many", "split_of"]
+__all__ = ["SHADOW_KEY", "SHADOW_MANIFEST", "LedgerSet", "LedgerTask", "RowDetail", "check_state_schema",
+           "controller_overrides", "gold_sha256", "gold_view", "load_ledgers", "load_many", "receipt_index",
+           "recorded_state_schema", "replay_by_repeat", "split_of"]

@@ -48,25 +48,38 @@ class ReviewSource:
     label: str
 
 
+def state_schema_file(path: str | Path | None, flag: str) -> Path | None:
+    """A state-schema file named on the command line, checked to exist (``None`` passes through)."""
+    if path is not None and not Path(path).is_file():
+        raise DataError(ErrorCode.FILE_NOT_FOUND, "an existing state-schema JSON file", file=str(path), field=flag)
+    return None if path is None else Path(path)
+
+
 def load_review_source(*, artifact: str | Path | None = None, ledger: Sequence[str | Path] | None = None,
-                cases: str | Path | None = None, base_assets: str | Path | None = None,
-                details: bool = True) -> ReviewSource:
+                       cases: str | Path | None = None, base_assets: str | Path | None = None,
+                       base_state_schema: str | Path | None = None, details: bool = True) -> ReviewSource:
     """``--artifact DIR`` or ``--ledger RUN_DIR ...`` (with ``--cases``), and the base release.
 
     The base release is ``base_assets`` when given; else the artifact's published assets (``data/`` and
-    ``experiments/prompts.json``); else, for run directories, the folder of ``cases``.  ``details`` loads the
-    per-row decision details the diff compares stage by stage (a review needs them; ``shadow`` does not).
+    ``experiments/prompts.json``); else, for run directories, the folder of ``cases``.  ``base_state_schema`` is the
+    runtime-state schema file the runs used (``run --state-schema``; default: ``state_schema.json`` in the base
+    assets, else the schema derived from the rules); a run whose manifest recorded another schema hash is refused
+    (``INCONSISTENT_ASSETS``) rather than replayed under the wrong schema.  ``details`` loads the per-row decision
+    details the diff compares stage by stage (a review needs them; ``shadow`` does not).
     """
+    schema = state_schema_file(base_state_schema, "--base-state-schema")
     if (artifact is None) == (not ledger):
         raise DataError(ErrorCode.EMPTY_VALUE, "exactly one of --artifact DIR or --ledger RUN_DIR ...",
                         field="ledger")
     if artifact is not None:
         base = AssetFiles.from_dir(base_assets) if base_assets is not None else artifact_asset_files(artifact)
+        base = base.replace(state_schema=schema) if schema is not None else base
         return ReviewSource(load_ledgers(artifact, details=details), base, str(artifact))
     if base_assets is None and cases is None:
         raise DataError(ErrorCode.EMPTY_VALUE, "--cases FILE (and optionally --base-assets DIR) with --ledger",
                         field="cases")
     base = AssetFiles.from_dir(base_assets if base_assets is not None else Path(cases).parent)
+    base = base.replace(state_schema=schema) if schema is not None else base
     label = " ".join(str(p) for p in ledger)
     return ReviewSource(load_many(list(ledger), cases=cases, assets=base.load(), details=details), base, label)
 
@@ -80,7 +93,8 @@ def candidate_edit(base: AssetFiles | str | Path, candidate: AssetFiles | str | 
     """The edit from ``base`` to ``candidate``.
 
     ``candidate`` is a full release (:class:`AssetFiles`) or a directory laid over the base (it need hold only the
-    files it changes); ``files`` (``catalog=``, ``rules=``, ``registry=``, ``prompts=``) swap single files in last.
+    files it changes); ``files`` (``catalog=``, ``rules=``, ``registry=``, ``prompts=``, ``state_schema=``) swap
+    single files in last.
     """
     base_files = _files(base)
     if isinstance(candidate, AssetFiles):
@@ -217,7 +231,7 @@ def release_review(base: AssetFiles | str | Path, candidate: AssetFiles | AssetE
     else:
         edit = candidate_edit(base, candidate)
     recorded = _ledgers(ledgers)
-    selection = impact(edit, recorded)
+    selection = impact(edit, recorded, overrides)
     shadow = shadow_replay(recorded, edit, overrides)
     report = diff_ledgers(recorded, shadow_ledgers(shadow))
     verdict = chosen_gate.evaluate(report, (edit.base_assets, edit.candidate_assets))
@@ -251,22 +265,29 @@ def edit_lines(edit: AssetEdit) -> list[str]:
         out.append("registry changed: " + ", ".join(f"{k} ({v})" for k, v in edit.registry_changed.items()))
     if edit.prompt_stages_changed:
         out.append(f"prompt stages changed: {', '.join(edit.prompt_stages_changed)}")
+    if edit.state_schema_changed:
+        out.append("runtime-state schema changed (every state is checked against it before anything else)")
     out += [f"paper regression slice for {cls.value}: {PAPER_SLICES[cls]}" for cls in edit.classes]
     return out
 
 
 def impact_lines(report: ImpactReport, *, rule_rows: int = 20, ledgers: bool = True) -> list[str]:
-    """The impact selection: per class paper slice vs exact set, the rule-affected rows, the live re-run cost and
-    the adapter tests (``ledgers=False``: no recorded rows were given, only the adapter tests apply)."""
+    """The impact selection: per class paper slice vs exact set, the rows the controller decides differently (with
+    the first stage that differs), the live re-run cost and the adapter tests (``ledgers=False``: no recorded rows
+    were given, only the adapter tests apply)."""
     out: list[str] = []
     if ledgers:
         out += text_table(report.summary())
-        for cls, rows in report.exact.items():
-            if cls.value == "rules" and rows:
-                out += text_table([r.as_dict() for r in rows[:rule_rows]],
-                                  ["task", "case_id", "split", "base_rule", "candidate_rule"])
-                if len(rows) > rule_rows:
-                    out.append(f"... and {len(rows) - rule_rows} more rule-affected rows (--json for all)")
+        stages = report.stages()
+        out.append(f"controller decides differently (exact, from the recorded replies): {len(report.controller)} rows"
+                   + (" — first differing stage: " + ", ".join(f"{k} {v}" for k, v in stages.items())
+                      if stages else ""))
+        if report.controller:
+            out += text_table([r.as_dict() for r in report.controller[:rule_rows]],
+                              ["task", "case_id", "split", "why", "base_reason", "candidate_reason", "base_rule",
+                               "candidate_rule", "base_final_path", "candidate_final_path"])
+            if len(report.controller) > rule_rows:
+                out.append(f"... and {len(report.controller) - rule_rows} more (--json for all)")
         cost = report.live_cost
         out.append(f"live re-run slice: {cost.rows} rows, {cost.calls} calls, {cost.input_tokens} input + "
                    f"{cost.output_tokens} output tokens" + (f", ${cost.usd}" if cost.usd is not None else
@@ -284,4 +305,4 @@ def diff_sentence(report: DiffReport) -> str:
 
 
 __all__ = ["CHANGED_COLUMNS", "Review", "ReviewSource", "SummaryRow", "candidate_edit", "diff_sentence", "edit_lines",
-           "impact_lines", "load_review_source", "release_review", "text_table"]
+           "impact_lines", "load_review_source", "release_review", "state_schema_file", "text_table"]

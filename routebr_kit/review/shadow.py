@@ -32,12 +32,12 @@ from typing import Any
 
 from .. import __version__
 from ..core.calls import FailureKind
-from ..core.controller import ControllerOptions, Decision
+from ..core.controller import Controller, ControllerOptions, Decision
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_json
 from ..core.records import Entity, Registry, RouteRequest, System, Terminal
 from ..evaluation.metrics import calls_of
-from ..runs.replay import replay_rows
+from ..store.assets import Assets
 from ..store.cases import Case
 from ..store.files import read_json
 from ..store.ledger import MANIFEST, RAW, PredictionRow, write_json_atomic, write_predictions
@@ -49,8 +49,10 @@ from .ledgers import (
     LedgerSet,
     LedgerTask,
     RowDetail,
+    check_state_schema,
     controller_overrides,
     gold_sha256,
+    replay_by_repeat,
 )
 
 
@@ -231,17 +233,28 @@ def row_flags(task: LedgerTask, row: PredictionRow, decision: Decision | None, e
     return tuple(flags)
 
 
+def task_controller(task: LedgerTask, assets: Assets, options: Mapping[str, Any] | None = None) -> Controller:
+    """The controller a controller task is replayed with: ``assets``, the system's options, the options the run
+    recorded (a kit run's fallback, repair, ...) and then ``options`` (the review's overrides)."""
+    recorded = controller_overrides(task.manifest)
+    return assets.controller(ControllerOptions.for_system(task.system, **{**recorded, **(options or {})}))
+
+
+def replay_task(task: LedgerTask, controller: Controller, cases: Mapping[str, Case],
+                name: str = "shadow") -> tuple[tuple[PredictionRow, ...], tuple[Decision, ...]]:
+    """Every row of a controller task re-decided by ``controller`` on ``cases`` from its recorded replies: the one
+    replay function, once per ``repeat_id`` with that repeat's receipts (:func:`~.ledgers.replay_by_repeat`)."""
+    return replay_by_repeat(controller, task.rows, cases, task.receipt_index, name=f"{name}:{task.key}")
+
+
 def shadow_task(task: LedgerTask, edit: AssetEdit, options: Mapping[str, Any],
                 rebased: tuple[Mapping[str, Case], frozenset[str]] | None = None) -> ShadowTask:
     """Re-decide one result folder under the candidate release (no model call)."""
     cases, candidates_changed = rebased if rebased is not None else rebase_cases(task.cases, edit)
     rules_in_prompt = rules_prompt_view(edit.base_assets) != rules_prompt_view(edit.candidate_assets)
     if task.system.uses_controller:
-        recorded = controller_overrides(task.manifest)  # a kit run's own options (fallback, repair, ...)
-        controller = edit.candidate_assets.controller(ControllerOptions.for_system(task.system,
-                                                                                   **{**recorded, **options}))
-        replayed = replay_rows(controller, task.rows, cases, receipts=task.receipts, name=f"shadow:{task.key}")
-        pairs = list(zip(replayed.rows, replayed.decisions))
+        rows, decisions = replay_task(task, task_controller(task, edit.candidate_assets, options), cases)
+        pairs = list(zip(rows, decisions))
     else:
         pairs = [(r, None) for r in task.rows]
     out = tuple(ShadowRow(src, new, d, row_flags(task, src, d, edit, candidates_changed, rules_in_prompt))
@@ -255,6 +268,8 @@ def shadow_replay(ledgers: LedgerSet, edit: AssetEdit, options: Mapping[str, Any
     rebased: dict[int, tuple[Mapping[str, Case], frozenset[str]]] = {}
     tasks = []
     for task in ledgers.tasks.values():
+        check_state_schema(task, edit.base_assets)  # the base is what the run ran under
+    for task in ledgers.tasks.values():
         key = id(task.cases)
         if key not in rebased:
             rebased[key] = rebase_cases(task.cases, edit)
@@ -267,8 +282,8 @@ def shadow_replay(ledgers: LedgerSet, edit: AssetEdit, options: Mapping[str, Any
 
 def _responses(task: LedgerTask, row: PredictionRow, decision: Decision | None) -> list[dict[str, Any]]:
     """The replies the shadow decision was made from, so a shadow output can itself be replayed."""
-    receipt = task.path / RAW / f"{row.case_id}.json"
-    if receipt in task.receipt_set:
+    receipt = task.receipt_index.get((row.case_id, row.repeat_id))
+    if receipt is not None:
         return list(read_json(receipt, "a receipt JSON object", record=True).get("responses", []))
     stage = _STAGE_OF_SYSTEM[task.system]
     entries = [{"stage": stage, "content": row.proposal_output, "reported_model": "replay:predictions",
@@ -292,7 +307,14 @@ def _row_record(r: ShadowRow) -> dict[str, Any]:
             "rule": None if rule is None else {"rule_id": rule.rule_id, "version": rule.version,
                                                "decision": rule.decision.value},
             "object_resolution": d.object_resolution.value if d is not None else None,
-            "repair_attempted": d.repair_attempted if d is not None else False}
+            "repair_attempted": d.repair_attempted if d is not None else False,
+            "state_errors": [] if d is None else [v.as_dict() for v in d.state_errors]}
+
+
+def receipt_name(row: PredictionRow, repeats: int) -> str:
+    """``<case_id>.json`` (the run layout); ``<case_id>.r<repeat_id>.json`` when a task holds several repeats of a
+    case, so no receipt overwrites another (each records its repeat)."""
+    return f"{row.case_id}.json" if repeats <= 1 else f"{row.case_id}.r{row.repeat_id}.json"
 
 
 def write_shadow(result: ShadowResult, out_dir: str | Path, *, receipts: bool = False) -> Path:
@@ -315,8 +337,9 @@ def write_shadow(result: ShadowResult, out_dir: str | Path, *, receipts: bool = 
                                                              separators=(",", ":")) + "\n" for r in task.rows))
         if receipts:
             (folder / RAW).mkdir(exist_ok=True)
+            repeats = len({r.row.repeat_id for r in task.rows})
             for r in task.rows:
-                _write_text(folder / RAW / f"{r.row.case_id}.json", json.dumps({
+                _write_text(folder / RAW / receipt_name(r.row, repeats), json.dumps({
                     "case_id": r.row.case_id, "system": task.source.system.value, "repeat_id": r.row.repeat_id,
                     "backend": "shadow", "shadow": _row_record(r),
                     "responses": _responses(task.source, r.source, r.decision),
@@ -331,6 +354,7 @@ def write_shadow(result: ShadowResult, out_dir: str | Path, *, receipts: bool = 
             "repeat_id": rows[0].repeat_id if rows else "0", "backend": "shadow", "simulated": False,
             "options": {**_base_options(task.source.system, task.source.manifest), **_options_view(result.options)},
             "hashes": {"catalog": a.catalog.sha256, "rules": a.policy.sha256,
+                       "state_schema": a.policy.state_schema.sha256 or None,
                        "registry": a.registry.sha256 if a.registry else None,
                        "prompts": cand_hashes["prompts"],
                        "cases": sha256_json(sorted(task.cases))},
@@ -373,8 +397,8 @@ def details_of(shadow: ShadowTask) -> dict[tuple[str, str], RowDetail]:
 
 
 __all__ = ["OPTION_NAMES", "SHADOW_ROWS", "ShadowFlag", "ShadowResult", "ShadowRow", "ShadowTask", "details_of",
-           "parse_options", "rebase_candidates", "rebase_cases", "row_flags", "shadow_ledgers", "shadow_replay",
-           "shadow_task", "write_shadow"]
+           "parse_options", "rebase_candidates", "rebase_cases", "receipt_name", "replay_task", "row_flags",
+           "shadow_ledgers", "shadow_replay", "shadow_task", "task_controller", "write_shadow"]
 
 
 def shadow_ledgers(result: ShadowResult) -> LedgerSet:
