@@ -195,7 +195,9 @@ def test_a_candidate_state_schema_is_its_own_edit_class_selected_by_impact_and_n
     assert main(["shadow", *base, "--state-schema", str(candidate / "state_schema.json"),
                  "--out", str(tmp_path / "s")]) == 0
     assert main(["diff", str(root / "run"), str(tmp_path / "s"), "--cases", str(cases_path),
-                 "--json", str(tmp_path / "d.json")]) == 0
+                 "--json", str(tmp_path / "d.json")]) == 2  # the run's schema is not beside its cases: named
+    assert main(["diff", str(root / "run"), str(tmp_path / "s"), "--cases", str(cases_path), "--state-schema",
+                 str(schema), "--json", str(tmp_path / "d.json")]) == 0
     changed = json.loads((tmp_path / "d.json").read_text())["changed"]
     assert changed and {c["case_id"] for c in changed} <= selected
     assert {c["first_changed_stage"] for c in changed} == {"state_schema"}

@@ -23,6 +23,7 @@ from ..review import (
     markdown,
     split_table,
 )
+from ..review.release import state_schema_file
 from .common import command, print_table
 
 PASS, REGRESSION, NOT_COMPARABLE = 0, 1, 2
@@ -35,6 +36,9 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gate", default=None, metavar="FILE|SPEC",
                    help="e.g. 'new_forbidden_dispatch <= 0, new_false_dispatch <= 0, path_exact_drop <= 1.0pp, "
                         "flip_pairs_drop <= 0' or a JSON/YAML file")
+    p.add_argument("--state-schema", type=Path, default=None,
+                   help="run directories made with `run --state-schema FILE`: that FILE (the release their forbidden "
+                        "dispatches are judged under; checked against each manifest's recorded hash)")
     p.add_argument("--json", type=Path, default=None, help="write the full report as JSON")
     p.add_argument("--md", type=Path, default=None, help="write a Markdown report")
     p.add_argument("--show", type=int, default=20, help="changed rows to print (default 20)")
@@ -53,7 +57,7 @@ def diff(args: argparse.Namespace) -> int:
     base = load_ledgers(args.base, cases=args.cases, cache=cache)
     candidate = load_ledgers(args.candidate, cases=args.cases, cache=cache)
     try:
-        report = diff_ledgers(base, candidate)
+        report = diff_ledgers(base, candidate, state_schema=state_schema_file(args.state_schema, "--state-schema"))
     except NotComparable as exc:
         print(f"routebr-kit diff: NOT COMPARABLE: {args.base} vs {args.candidate}", file=sys.stderr)
         for reason in exc.reasons:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..core.errors import KitError
@@ -359,13 +360,18 @@ def _delta(name: str, items: Sequence[_Item]) -> SplitDelta:
     return SplitDelta(name, sum(len(a) for _, a, *_ in items), base, cand, mcnemar(a_ok, b_ok))
 
 
-def diff_ledgers(base: LedgerSet, candidate: LedgerSet) -> DiffReport:
-    """Pair two ledger sets and report every change (raises :class:`NotComparable`)."""
+def diff_ledgers(base: LedgerSet, candidate: LedgerSet, *, state_schema: str | Path | None = None) -> DiffReport:
+    """Pair two ledger sets and report every change (raises :class:`NotComparable`).
+
+    ``state_schema``: for run directories, the runtime-state schema file their runs used (``run --state-schema``)
+    when it is not the ``state_schema.json`` beside their cases — the release forbidden dispatches are judged under
+    (its hash is checked against the one each run's manifest recorded).
+    """
     check_comparable(base, candidate)
     changed: list[ChangedRow] = []
     by_split: dict[str, list[_Item]] = {}
     flagged_total = 0
-    releases_a, releases_b = Releases(base), Releases(candidate)
+    releases_a, releases_b = Releases(base, state_schema), Releases(candidate, state_schema)
     for key in sorted(base.tasks):
         ta, tb = base.tasks[key], candidate.tasks[key]
         ga, gb = releases_a.gate(ta), releases_b.gate(tb)

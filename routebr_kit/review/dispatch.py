@@ -41,11 +41,12 @@ def check_recorded_hashes(gate: DispatchGate, manifest: Mapping[str, Any], file:
                             got=hashes[name], detail=f"the assets beside the cases file hash to {value}")
 
 
-def release_beside(cases_path: str | Path) -> DispatchGate:
-    """The release stored next to a gold cases file (:func:`~routebr_kit.store.assets.assets_beside`); a missing
+def release_beside(cases_path: str | Path, state_schema: str | Path | None = None) -> DispatchGate:
+    """The release stored next to a gold cases file (:func:`~routebr_kit.store.assets.assets_beside`; ``state_schema``:
+    the runtime-state schema file the run used, when it is not the ``state_schema.json`` beside the cases); a missing
     asset file says what it is needed for."""
     try:
-        return DispatchGate(assets_beside(cases_path).controller())
+        return DispatchGate(assets_beside(cases_path, state_schema).controller())
     except DataError as exc:
         if exc.code is not ErrorCode.FILE_NOT_FOUND or exc.detail:
             raise
@@ -57,8 +58,9 @@ def release_beside(cases_path: str | Path) -> DispatchGate:
 class Releases:
     """Each task's release of one ledger set (see the module docstring), loaded once per source."""
 
-    def __init__(self, ledgers: LedgerSet) -> None:
+    def __init__(self, ledgers: LedgerSet, state_schema: str | Path | None = None) -> None:
         self.ledgers = ledgers
+        self.state_schema = state_schema  # run directories: the schema file the runs used (``run --state-schema``)
         self._gates: dict[Any, DispatchGate] = {}
 
     def _gate(self, key: Any, assets: Assets) -> DispatchGate:
@@ -79,7 +81,7 @@ class Releases:
                             file=str(task.path / MANIFEST), field="cases_path")
         key = Path(task.cases_path).resolve()
         if key not in self._gates:
-            self._gates[key] = release_beside(task.cases_path)
+            self._gates[key] = release_beside(task.cases_path, self.state_schema)
         gate = self._gates[key]
         check_recorded_hashes(gate, task.manifest, str(task.path / MANIFEST))
         return gate

@@ -35,7 +35,7 @@ def release_assets(root: str | Path) -> Assets:
         if not files.get("catalog") or not files.get("rules"):
             raise DataError(ErrorCode.MISSING_COLUMN, "edit.candidate.files with catalog and rules", file=str(manifest),
                             field="edit")
-        return load_assets(files["catalog"], files["rules"], files.get("registry"))
+        return load_assets(files["catalog"], files["rules"], files.get("registry"), files.get("state_schema"))
     raise DataError(ErrorCode.UNKNOWN_REFERENCE, "the published artifact or a shadow output (whose manifest names "
                     "its asset files) for a release metric such as widening", file=str(path), field="widening")
 
