@@ -1,4 +1,5 @@
-"""A rule editor for notebook 10: edit (or add) one boundary rule, then impact → shadow replay → diff → gate.
+"""A rule editor for notebook 10: edit (or add) one boundary rule, then review it with the one release-review
+entry point (:func:`routebr_kit.review.release.release_review`: impact → shadow replay → diff → gate).
 
 All logic is in :class:`RuleEditor` and runs without a browser: set the widgets' ``value`` in Python and call
 :meth:`RuleEditor.review` (tests do exactly that).  The button only calls the same method.  A bad rule (malformed
@@ -8,7 +9,6 @@ JSON, unknown operator, missing default) is shown as its typed error, never as a
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import ipywidgets as widgets
@@ -18,31 +18,21 @@ from ..core.controller import ControllerOptions
 from ..core.errors import KitError
 from ..core.records import Boundary
 from ..core.rules import rule
-from ..review.assets import AssetFiles, compare_assets, write_release
-from ..review.diff import DiffReport, diff_ledgers
-from ..review.gate import DEFAULT_GATE, Gate, GateResult
-from ..review.impact import ImpactReport, impact
+from ..review.assets import AssetFiles, write_release
+from ..review.gate import DEFAULT_GATE, Gate
 from ..review.ledgers import LedgerSet
-from ..review.shadow import ShadowResult, shadow_ledgers, shadow_replay
+from ..review.release import Review, release_review
+from ..review.shadow import ShadowResult
 from ..runs.replay import replay_rows
 from ..store.files import parse_json
 
+#: Kept for callers written before :class:`~routebr_kit.review.release.Review` (the one review record).
+ReviewOutcome = Review
 
-@dataclass(frozen=True)
-class ReviewOutcome:
-    impact: ImpactReport
-    shadow: ShadowResult
-    diff: DiffReport
-    gate: GateResult
 
-    def summary(self) -> pd.DataFrame:
-        m = self.diff.metrics()
-        return pd.DataFrame([{"selected (exact)": len(self.impact.selected()),
-                              "live re-run rows": len(self.impact.live_rerun), "changed": m["changed"],
-                              "new false dispatch": m["new_false_dispatch"], "new false block": m["new_false_block"],
-                              "fixed": m["fixed"], "exact drop (pp)": round(m["path_exact_drop"], 2),
-                              "FLIP pairs lost": m["flip_pairs_drop"],
-                              "gate": "PASS" if self.gate.passed else "FAIL"}])
+def summary_frame(review: Review) -> pd.DataFrame:
+    """A review's one-row summary (every change class, so the counts add up to ``changed``)."""
+    return pd.DataFrame([review.summary()])
 
 
 class RuleEditor:
@@ -66,7 +56,7 @@ class RuleEditor:
         self.output = widgets.Output()
         self.button.on_click(lambda _: self.show())
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="rule_editor_"))
-        self.last: ReviewOutcome | None = None
+        self.last: Review | None = None
         self.error: str | None = None
 
     @property
@@ -81,28 +71,29 @@ class RuleEditor:
                       condition, self.decision.value, self.version.value.strip() or "v1", "edited in notebook 10")
         return [r for r in self.assets.policy.rules if r.rule_id != edited.rule_id] + [edited]
 
-    def review(self) -> ReviewOutcome:
-        """Impact, shadow replay, diff and gate of the current widget values (raises typed errors)."""
-        gate = Gate.parse(self.gate.value)
+    def review(self) -> Review:
+        """:func:`~routebr_kit.review.release.release_review` of the current widget values (raises typed errors)."""
+        gate = Gate.parse(self.gate.value)  # a bad gate fails before the candidate is written
         candidate = write_release(self.workdir / "candidate", self.base, rules=self.candidate_rules())
-        edit = compare_assets(self.base, candidate)
-        shadow = shadow_replay(self.ledgers, edit)
-        report = diff_ledgers(self.ledgers, shadow_ledgers(shadow))
-        self.last = ReviewOutcome(impact(edit, self.ledgers), shadow, report, gate.evaluate(report))
+        self.last = release_review(self.base, candidate, self.ledgers, gate, label=f"rule {self.rule_id.value}")
         return self.last
 
-    def show(self) -> ReviewOutcome | None:
-        """:meth:`review` with the result (or the typed error) written to the output area."""
+    def show(self) -> Review | None:
+        """:meth:`review` with the result (or the typed error) written to the output area.
+
+        A failed review clears the previous table and verdict: the error is the only thing shown (and
+        :attr:`last` is reset), so an error never sits above an earlier edit's result."""
         self.output.clear_output()
-        with self.output:
-            try:
-                outcome = self.review()
-            except KitError as exc:
-                self.error = str(exc)
+        try:
+            outcome = self.review()
+        except KitError as exc:
+            self.error, self.last = str(exc), None
+            with self.output:
                 print(f"not reviewed: {exc}")
-                return None
-            self.error = None
-            print(outcome.summary().to_string(index=False))
+            return None
+        self.error = None
+        with self.output:
+            print(summary_frame(outcome).to_string(index=False))
             for line in outcome.gate.lines():
                 print(line)
         return outcome
@@ -128,4 +119,4 @@ def trace_pair(ledgers: LedgerSet, shadow: ShadowResult, task_key: str, case_id:
                          "candidate": [b.get(k, "") for k in order]})
 
 
-__all__ = ["ReviewOutcome", "RuleEditor", "trace_pair"]
+__all__ = ["ReviewOutcome", "RuleEditor", "summary_frame", "trace_pair"]

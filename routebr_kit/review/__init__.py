@@ -1,2 +1,55 @@
 """Release review (paper §III-D): shadow replay of candidate assets, a paired diff with a CI gate, and exact
-change-impact selection — all from recorded proposals, with no model call."""
+change-impact selection — all from recorded proposals, with no model call.
+
+One entry point runs the whole flow: :func:`release_review` (impact → shadow → diff → gate, one :class:`Review`).
+The steps stay public for finer use: :mod:`.assets` (release files and edits), :mod:`.ledgers` (ledger sets),
+:mod:`.impact`, :mod:`.shadow`, :mod:`.diff`, :mod:`.gate`, and :mod:`.fast` (grouped replay of very large ledgers).
+"""
+
+from .assets import (
+    AssetEdit,
+    AssetFiles,
+    EditClass,
+    compare_assets,
+    prompts_with_line,
+    registry_without,
+    rules_csv,
+    write_release,
+)
+from .diff import ChangeClass, ChangedRow, ChangeStage, DiffReport, NotComparable, diff_ledgers, markdown, split_table
+from .fast import ColumnarLedger, GroupedDecisions, grouped_decide
+from .gate import DEFAULT_GATE, METRICS, Criterion, CriterionResult, Gate, GateResult
+from .impact import PAPER_SLICES, AffectedRow, Cost, ImpactReport, artifact_asset_files, impact
+from .ledgers import LedgerSet, LedgerTask, RowDetail, load_ledgers, load_many
+from .release import (
+    CHANGED_COLUMNS,
+    Review,
+    ReviewSource,
+    candidate_edit,
+    diff_sentence,
+    edit_lines,
+    impact_lines,
+    load_source,
+    release_review,
+    text_table,
+)
+from .shadow import (
+    ShadowFlag,
+    ShadowResult,
+    ShadowRow,
+    ShadowTask,
+    parse_options,
+    shadow_ledgers,
+    shadow_replay,
+    write_shadow,
+)
+
+__all__ = ["CHANGED_COLUMNS", "DEFAULT_GATE", "METRICS", "PAPER_SLICES", "AffectedRow", "AssetEdit", "AssetFiles",
+           "ChangeClass", "ChangeStage", "ChangedRow", "ColumnarLedger", "Cost", "Criterion", "CriterionResult",
+           "DiffReport", "EditClass", "Gate", "GateResult", "GroupedDecisions", "ImpactReport", "LedgerSet",
+           "LedgerTask", "NotComparable", "Review", "ReviewSource", "RowDetail", "ShadowFlag", "ShadowResult",
+           "ShadowRow", "ShadowTask", "artifact_asset_files", "candidate_edit", "compare_assets", "diff_ledgers",
+           "diff_sentence", "edit_lines", "grouped_decide", "impact", "impact_lines", "load_ledgers", "load_many",
+           "load_source", "markdown", "parse_options", "prompts_with_line", "registry_without", "release_review",
+           "rules_csv", "shadow_ledgers", "shadow_replay", "split_table", "text_table", "write_release",
+           "write_shadow"]

@@ -1,0 +1,277 @@
+"""The release review in one call: impact → shadow replay → paired diff → gate, as one :class:`Review`.
+
+:func:`release_review` is the single implementation of the flow the paper's §III-D describes; the notebook-10 rule
+editor (:mod:`routebr_kit.notebook.review_widget`), notebook 10 itself and ``routebr-kit review`` all call it, and
+``routebr-kit impact`` / ``shadow`` / ``diff`` share its loading and rendering helpers (:func:`load_source`,
+:func:`candidate_edit`, :func:`edit_lines`, :func:`impact_lines`, :func:`diff_sentence`)::
+
+    from routebr_kit.review import release_review
+    review = release_review("assets/released", "assets/candidate", "runs/", gate="new_false_dispatch <= 0")
+    print("\\n".join(review.lines()))
+    review.passed  # the gate verdict; review.diff.changed lists every changed row, new false dispatches first
+
+No model is called: the candidate is judged on the recorded proposals (rows whose replay cannot be exact — a
+changed prompt, candidate list or rule table in a B2 prompt — are flagged ``needs_live_rerun``, never passed off as
+exact; see :mod:`routebr_kit.review.shadow`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import DataError, ErrorCode
+from .assets import AssetEdit, AssetFiles, compare_assets
+from .diff import ChangeClass, DiffReport, diff_ledgers, split_table
+from .gate import DEFAULT_GATE, Gate, GateResult
+from .impact import PAPER_SLICES, ImpactReport, artifact_asset_files, impact
+from .ledgers import LedgerSet, load_ledgers, load_many
+from .shadow import ShadowResult, parse_options, shadow_ledgers, shadow_replay
+
+#: The columns of a changed-rows table (CLI, Markdown, notebook).
+CHANGED_COLUMNS = ("change_class", "task", "case_id", "gold_final_path", "base_final_path", "candidate_final_path",
+                   "first_changed_stage", "base_rule", "candidate_rule", "needs_live_rerun")
+
+
+# --------------------------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class ReviewSource:
+    """The recorded ledgers a review judges a candidate on, the release they were recorded under, and a label."""
+
+    ledgers: LedgerSet
+    base: AssetFiles
+    label: str
+
+
+def load_source(*, artifact: str | Path | None = None, ledger: Sequence[str | Path] | None = None,
+                cases: str | Path | None = None, base_assets: str | Path | None = None,
+                details: bool = True) -> ReviewSource:
+    """``--artifact DIR`` or ``--ledger RUN_DIR ...`` (with ``--cases``), and the base release.
+
+    The base release is ``base_assets`` when given; else the artifact's published assets (``data/`` and
+    ``experiments/prompts.json``); else, for run directories, the folder of ``cases``.  ``details`` loads the
+    per-row decision details the diff compares stage by stage (a review needs them; ``shadow`` does not).
+    """
+    if (artifact is None) == (not ledger):
+        raise DataError(ErrorCode.EMPTY_VALUE, "exactly one of --artifact DIR or --ledger RUN_DIR ...",
+                        field="ledger")
+    if artifact is not None:
+        base = AssetFiles.from_dir(base_assets) if base_assets is not None else artifact_asset_files(artifact)
+        return ReviewSource(load_ledgers(artifact, details=details), base, str(artifact))
+    if base_assets is None and cases is None:
+        raise DataError(ErrorCode.EMPTY_VALUE, "--cases FILE (and optionally --base-assets DIR) with --ledger",
+                        field="cases")
+    base = AssetFiles.from_dir(base_assets if base_assets is not None else Path(cases).parent)
+    label = " ".join(str(p) for p in ledger)
+    return ReviewSource(load_many(list(ledger), cases=cases, assets=base.load(), details=details), base, label)
+
+
+def _files(value: AssetFiles | str | Path) -> AssetFiles:
+    return value if isinstance(value, AssetFiles) else AssetFiles.from_dir(value)
+
+
+def candidate_edit(base: AssetFiles | str | Path, candidate: AssetFiles | str | Path | None = None,
+                   **files: str | Path | None) -> AssetEdit:
+    """The edit from ``base`` to ``candidate``.
+
+    ``candidate`` is a full release (:class:`AssetFiles`) or a directory laid over the base (it need hold only the
+    files it changes); ``files`` (``catalog=``, ``rules=``, ``registry=``, ``prompts=``) swap single files in last.
+    """
+    base_files = _files(base)
+    if isinstance(candidate, AssetFiles):
+        cand = candidate
+    elif candidate is not None:
+        cand = base_files.overlay(candidate)
+    else:
+        cand = base_files
+    return compare_assets(base_files, cand.replace(**files))
+
+
+def _gate(gate: Gate | str | Path | None) -> Gate:
+    if isinstance(gate, Gate):
+        return gate
+    if gate is None:
+        return Gate.parse(DEFAULT_GATE, source="default gate")
+    return Gate.from_arg(str(gate))
+
+
+def _ledgers(ledgers: LedgerSet | str | Path) -> LedgerSet:
+    if isinstance(ledgers, LedgerSet):
+        chosen = ledgers
+    else:
+        chosen = load_ledgers(ledgers)
+    for task in chosen.tasks.values():
+        if task.system.uses_controller and task.rows and not task.details:
+            # without the base decisions' rules and reasons the diff would miss every trace-only change
+            raise DataError(ErrorCode.EMPTY_VALUE, "ledgers loaded with decision details "
+                            "(load_ledgers(..., details=True), the default)", file=str(task.path), field="details")
+    return chosen
+
+
+# --------------------------------------------------------------------------------------------- the review
+
+
+@dataclass(frozen=True)
+class Review:
+    """Everything one release review found: the edit, its exact impact, the shadow replay, the diff, the verdict."""
+
+    edit: AssetEdit
+    impact: ImpactReport
+    shadow: ShadowResult
+    diff: DiffReport
+    gate: GateResult
+    label: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.gate.passed
+
+    def with_gate(self, gate: Gate | str | Path | None) -> Review:
+        """The same review judged by another gate (no replay: the gate reads the diff already made)."""
+        verdict = _gate(gate).evaluate(self.diff, (self.edit.base_assets, self.edit.candidate_assets))
+        return replace(self, gate=verdict)
+
+    def metrics(self, split: str | None = None) -> dict[str, float]:
+        """The diff's flat numbers (the ones the gate reads)."""
+        return self.diff.metrics(split)
+
+    def summary(self) -> dict[str, Any]:
+        """One row: what was selected, what changed (every change class, so the counts add up to ``changed``),
+        the exact-match drop, lost FLIP pairs and the verdict."""
+        m = self.diff.metrics()
+        row: dict[str, Any] = {"edit": self.label} if self.label else {}
+        row |= {"classes": ", ".join(c.value for c in self.edit.classes) or "none",
+                "selected (exact)": len(self.impact.selected()), "live re-run rows": len(self.impact.live_rerun),
+                "changed": int(m["changed"]), "new false dispatch": int(m["new_false_dispatch"]),
+                "new false block": int(m["new_false_block"]), "fixed": int(m["fixed"]),
+                "other path change": int(m["other_path_change"]), "trace only": int(m["trace_only"]),
+                "exact drop (pp)": round(m["path_exact_drop"], 2), "FLIP pairs lost": int(m["flip_pairs_drop"]),
+                "gate": "PASS" if self.passed else "FAIL"}
+        return row
+
+    def changed_rows(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The changed rows (new false dispatches first) as :data:`CHANGED_COLUMNS` records."""
+        rows = self.diff.changed if limit is None else self.diff.changed[:limit]
+        return [{k: c.as_dict()[k] for k in CHANGED_COLUMNS} for c in rows]
+
+    def lines(self, *, show: int = 20) -> list[str]:
+        """The whole review as plain text: edit, impact, shadow, per-split diff, changed rows, gate verdict."""
+        out = [*edit_lines(self.edit), *impact_lines(self.impact)]
+        s = self.shadow
+        out += ["", f"shadow replay: {s.rows} rows, {s.changed} changed decisions, {s.needs_live_rerun} need a live "
+                f"re-run; model calls 0", ""]
+        out += text_table(split_table(self.diff))
+        out += ["", diff_sentence(self.diff)]
+        rows = self.changed_rows(show)
+        if rows:
+            out += ["", *text_table(rows, CHANGED_COLUMNS)]
+            if len(self.diff.changed) > show:
+                out.append(f"... and {len(self.diff.changed) - show} more (--json for all)")
+        return [*out, "", *self.gate.lines()]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "summary": self.summary(), "impact": self.impact.as_dict(),
+                "shadow": {"rows": self.shadow.rows, "changed_decisions": self.shadow.changed,
+                           "needs_live_rerun": self.shadow.needs_live_rerun, "model_calls": 0,
+                           "tasks": self.shadow.summary()},
+                "diff": self.diff.as_dict(), "gate": self.gate.as_dict()}
+
+
+def release_review(base: AssetFiles | str | Path, candidate: AssetFiles | AssetEdit | str | Path,
+                   ledgers: LedgerSet | str | Path, gate: Gate | str | Path | None = None, *,
+                   options: Sequence[str] | Mapping[str, Any] | None = None, label: str = "") -> Review:
+    """Review ``candidate`` against ``base`` on the recorded ``ledgers``, with no model call.
+
+    * ``base`` — the released assets (:class:`AssetFiles` or a directory);
+    * ``candidate`` — a full release, a directory laid over the base (holding only what it changes), or an
+      :class:`AssetEdit` already computed (then ``base`` must be its base);
+    * ``ledgers`` — a :class:`LedgerSet` loaded with details, or a path :func:`load_ledgers` reads (an artifact, a
+      run directory or a shadow output);
+    * ``gate`` — a :class:`Gate`, an inline spec or a JSON/YAML file; ``None`` is :data:`DEFAULT_GATE`;
+    * ``options`` — controller option overrides for the candidate (``["fallback=DEFER"]``, see ``parse_options``).
+
+    Typed errors (:class:`~routebr_kit.core.errors.DataError`, :class:`~routebr_kit.review.diff.NotComparable`) are
+    raised, never swallowed.
+    """
+    chosen_gate = _gate(gate)  # a bad gate fails before any replay
+    overrides = parse_options(options)
+    if isinstance(candidate, AssetEdit):
+        edit = candidate
+        if _files(base) != edit.base:
+            raise DataError(ErrorCode.INCONSISTENT_ASSETS, "an edit whose base is the given base", field="base",
+                            got=str(edit.base.catalog.parent))
+    else:
+        edit = candidate_edit(base, candidate)
+    recorded = _ledgers(ledgers)
+    selection = impact(edit, recorded)
+    shadow = shadow_replay(recorded, edit, overrides)
+    report = diff_ledgers(recorded, shadow_ledgers(shadow))
+    verdict = chosen_gate.evaluate(report, (edit.base_assets, edit.candidate_assets))
+    return Review(edit, selection, shadow, report, verdict, label)
+
+
+# --------------------------------------------------------------------------------------------- rendering
+
+
+def text_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> list[str]:
+    """A plain fixed-width table (numbers right-aligned), as lines."""
+    if not rows:
+        return []
+    cols = list(columns or rows[0].keys())
+    widths = {c: max(len(str(c)), *(len(str(r.get(c, ""))) for r in rows)) for c in cols}
+    out = ["  ".join(str(c).ljust(widths[c]) for c in cols).rstrip(), "  ".join("-" * widths[c] for c in cols)]
+    for r in rows:
+        out.append("  ".join(str(r.get(c, "")).rjust(widths[c]) if isinstance(r.get(c), (int, float))
+                             and not isinstance(r.get(c), bool) else str(r.get(c, "")).ljust(widths[c])
+                             for c in cols).rstrip())
+    return out
+
+
+def edit_lines(edit: AssetEdit) -> list[str]:
+    """What changed between the two releases, and the paper's regression slice for each edit class."""
+    out = [f"changed files: {', '.join(edit.changed_files) or 'none'}; "
+           f"edit classes: {', '.join(c.value for c in edit.classes) or 'none'}"]
+    if edit.rules_changed:
+        out.append(f"rules changed: {', '.join(edit.rules_changed)}")
+    if edit.registry_changed:
+        out.append("registry changed: " + ", ".join(f"{k} ({v})" for k, v in edit.registry_changed.items()))
+    if edit.prompt_stages_changed:
+        out.append(f"prompt stages changed: {', '.join(edit.prompt_stages_changed)}")
+    out += [f"paper regression slice for {cls.value}: {PAPER_SLICES[cls]}" for cls in edit.classes]
+    return out
+
+
+def impact_lines(report: ImpactReport, *, rule_rows: int = 20, ledgers: bool = True) -> list[str]:
+    """The impact selection: per class paper slice vs exact set, the rule-affected rows, the live re-run cost and
+    the adapter tests (``ledgers=False``: no recorded rows were given, only the adapter tests apply)."""
+    out: list[str] = []
+    if ledgers:
+        out += text_table(report.summary())
+        for cls, rows in report.exact.items():
+            if cls.value == "rules" and rows:
+                out += text_table([r.as_dict() for r in rows[:rule_rows]],
+                                  ["task", "case_id", "split", "base_rule", "candidate_rule"])
+                if len(rows) > rule_rows:
+                    out.append(f"... and {len(rows) - rule_rows} more rule-affected rows (--json for all)")
+        cost = report.live_cost
+        out.append(f"live re-run slice: {cost.rows} rows, {cost.calls} calls, {cost.input_tokens} input + "
+                   f"{cost.output_tokens} output tokens" + (f", ${cost.usd}" if cost.usd is not None else
+                                                            " (no recorded prices)"))
+    out += [f"adapter test [{prop}]: {test}" for prop, test in report.adapter_tests]
+    return out
+
+
+def diff_sentence(report: DiffReport) -> str:
+    """``N paired rows; M changed: …`` with every change class (they add up to M)."""
+    m = report.metrics()
+    parts = ", ".join(f"{int(m[c.value])} {c.value.replace('_', ' ')}" for c in ChangeClass)
+    return (f"{report.rows} paired rows; {int(m['changed'])} changed: {parts}; {int(m['needs_live_rerun'])} need a "
+            f"live re-run")
+
+
+__all__ = ["CHANGED_COLUMNS", "Review", "ReviewSource", "candidate_edit", "diff_sentence", "edit_lines",
+           "impact_lines", "load_source", "release_review", "text_table"]
