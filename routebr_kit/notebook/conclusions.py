@@ -561,5 +561,151 @@ def dataset(composition: pd.DataFrame, audit_table: pd.DataFrame, sources: pd.Da
     return f.conclusion(bullets, f"the kit's generator, seed {seed}, {language}")
 
 
-__all__ = ["Conclusion", "ablations", "dataset", "failure_story", "metaroute_ablations", "paper_replay", "rq1",
-           "rq2", "rq3", "screening"]
+
+# ---------------------------------------------------------------------------------------------------- notebook 10
+def _rule_id(text: str) -> str:
+    """``"R065@v2->HANDOFF"`` as ``"R065"``."""
+    return str(text).split("@", 1)[0]
+
+
+def release_review(*, order: pd.DataFrame, edits: pd.DataFrame, moves: pd.DataFrame, verify: Mapping[str, Any],
+                   cover: Mapping[str, Any], gates: Mapping[str, Sequence[Mapping[str, Any]]],
+                   slices: Mapping[str, Mapping[str, Any]], live: Mapping[str, Any], action: str,
+                   new_rule: str, delisted: str, controller_rows: int, source: str, gate: str) -> Conclusion:
+    """Notebook 10: where the new rule sits in the first-match order, what its review changes (every change class,
+    adding up to the changed total), the exact verifier's verdict, the coverage, and the registry and prompt edits.
+
+    ``order``: :func:`~routebr_kit.notebook.review_source.first_match_order` of the candidate program for
+    ``action``; ``edits``: one :meth:`Review.summary` row per edit (``edit`` column: ``rule``, ``registry``,
+    ``prompt``); ``moves``: :func:`~routebr_kit.notebook.review_source.transitions` of the rule edit;
+    ``verify``/``cover``: :meth:`SemanticDiff.as_dict` of the rule edit and :meth:`CoverageReport.as_dict` of the
+    base program; ``gates``: each edit's criteria (:meth:`CriterionResult.as_dict`); ``slices``: each edit's
+    :meth:`ImpactReport.summary` row; ``live``: the prompt edit's live re-run cost (:meth:`Cost.as_dict`).
+    """
+    f = Facts()
+    bullets = []
+    row = order.set_index("rule_id")
+    mine = row.loc[new_rule]
+    before = order[order["order"] < mine["order"]]
+    after = order[(order["order"] > mine["order"]) & (order["decision"] != "ALLOW")]
+
+    def ranked(frame: pd.DataFrame) -> str:
+        return _and([f"{r.rule_id} ({f.integer(f'priority_{r.rule_id}', r.priority)}, {r.decision})"
+                     for r in frame.itertuples()])
+
+    placed = (f"**before** {ranked(after)}" if len(after) else "after every other non-default rule")
+    bullets.append(
+        f"**Where {new_rule} sits.** For `{action}` the engine tries the rules in ascending priority and the first "
+        f"whose condition holds decides. {new_rule} has priority {f.integer('new_rule_priority', mine['priority'])}"
+        f" ({mine['decision']}), so it is tried after {ranked(before)} and {placed}. "
+        + (f"It therefore pre-empts {_and(list(after['rule_id']))}: a state those rules decided now gets "
+           f"{mine['decision']} whenever {new_rule}'s condition holds." if len(after) else ""))
+    rule = edits.set_index("edit").loc["rule"]
+    classes = {"new false dispatch": "new false dispatches", "new false block": "new false blocks",
+               "fixed": "fixed", "other path change": "other path changes", "trace only": "trace-only changes"}
+    parts = [f"{f.integer(_slug(k), rule[k])} {v}" for k, v in classes.items()]
+    total = sum(int(rule[k]) for k in classes)
+    bullets.append(
+        f"**What the review finds.** Impact selects exactly {f.integer('selected', rule['selected (exact)'])} "
+        f"recorded rows without a call (their winning rule changes); the shadow replay changes "
+        f"{f.integer('changed', rule['changed'])}: " + ", ".join(parts[:-1]) + f" and {parts[-1]}"
+        + (" — together the changed total." if total == int(rule["changed"]) else
+           f" — {f.integer('unclassified', int(rule['changed']) - total)} changed rows are in no class (a bug)."))
+    took = moves[moves["candidate_rule"].map(_rule_id) == new_rule]
+    if len(took):
+        by_rule = took.groupby(took["base_rule"].str.replace(r"@.*->(.*)", r" (\1)", regex=True), sort=False)["rows"].sum()
+        bullets.append(f"**Which decisions {new_rule} took over** (the base winning rule → the rows now decided by "
+                       f"{new_rule}): " + ", ".join(f"{r}: {f.integer('took_' + _rule_id(r), n)} rows"
+                                                    for r, n in by_rule.items()) + ".")
+    right = moves[(moves["base_final_path"] == moves["gold_final_path"]) & moves["base_final_path"].str.startswith("T_")
+                  & moves["candidate_final_path"].str.startswith("T_")
+                  & (moves["candidate_final_path"] != moves["base_final_path"])]
+    if len(right):
+        flows = right.groupby(["base_final_path", "candidate_final_path"], sort=False).agg(
+            rows=("rows", "sum"), cases=("cases", " ".join))
+        said = ", ".join(f"{f.integer(f'correct_{a}_{b}'.lower(), g.rows)} correct `{a}` → `{b}` ({g.cases})"
+                         for (a, b), g in flows.iterrows())
+        bullets.append(f"**Correct terminals it changes:** {said} (counted as other path changes: still a bounded "
+                       "terminal, but no longer the right one).")
+    trace = moves[moves["change_class"] == "trace_only"]
+    if len(trace):
+        tasks = ", ".join(dict.fromkeys(f"`{t}`" for t in trace["task"]))
+        bullets.append(f"**Trace-only changes** ({f.integer('trace_rows', trace['rows'].sum())} rows, in {tasks}) "
+                       "keep their final and strict path; only the rule recorded in the trace differs.")
+    relations = {a["action"]: a["relation"] for a in verify["actions"]}
+    kinds = pd.Series(relations).value_counts()
+    seen = verify["recorded"]
+    regions = verify["regions_changed"] if verify["states_changed"] is None else verify["states_changed"]
+    unit = "regions" if verify["states_changed"] is None else "states"
+    bullets.append(
+        f"**Over every admitted state, not only the recorded ones** (the exact verifier): "
+        + ", ".join(f"{f.integer(f'actions_{k}', n)} actions {k}" for k, n in kinds.items())
+        + f"; {f.integer('widening', verify['widening'])} widen their dispatch set, so the verdict is "
+        f"**{'PASS' if verify['passed'] else 'FAIL'}**. {f.integer('regions_changed', regions)} {unit} of the state "
+        f"space change outcome; the {f.integer('recorded_rows', seen['rows'])} recorded controller rows ("
+        f"{f.integer('recorded_states', seen['distinct_states'])} distinct states) see "
+        f"{f.integer('changed_regions_seen', seen['changed_regions_seen'])} of them."
+        + (" Note: " + "; ".join(verify["notes"]) + "." if verify["notes"] else ""))
+    failed = [c for c in gates["rule"] if not c["passed"]]
+    bullets.append(
+        f"**The gate** (`{gate}`) {'fails' if failed else 'passes'} the rule edit"
+        + (": " + ", ".join(f"`{c['criterion']}` measured "
+                            + f.put("gate_" + _slug(c["criterion"]), c["value"],
+                                    _num(c["value"]) + ("pp" if "pp" in c["criterion"] else "")) for c in failed)
+           if failed else "")
+        + ". " + ("A tightening that adds no dispatch can still fail a release: it blocks correct work."
+                  if failed and int(rule["new false dispatch"]) == 0 and verify["widening"] == 0 else ""))
+    bullets.append(
+        f"**Coverage of the base program by the recorded traffic:** "
+        f"{f.count('rules_covered', len(cover['covered_rules']), cover['rules'])} rules were the first match "
+        f"for some row ({f.pct('rule_coverage', len(cover['covered_rules']) / cover['rules'])})"
+        + (f"; never exercised: {', '.join(cover['uncovered_rules'])}" if cover["uncovered_rules"] else "")
+        + f"; {f.count('regions_exercised', cover['regions_exercised'], cover['regions_total'])} (action, winning "
+        "rule) regions were exercised. What the traffic never exercised, a shadow replay cannot test — the "
+        "verifier above can.")
+    reg = edits.set_index("edit").loc["registry"]
+    bullets.append(
+        f"**Delisting `{delisted}`** touches {f.integer('registry_selected', reg['selected (exact)'])} rows (their "
+        f"candidate lists change) and changes {f.integer('registry_changed', reg['changed'])} decisions offline "
+        f"({f.integer('registry_new_false_block', reg['new false block'])} new false blocks, "
+        f"{f.integer('registry_new_false_dispatch', reg['new false dispatch'])} new false dispatches); "
+        f"{f.integer('registry_live', reg['live re-run rows'])} rows are flagged for a live re-run because the "
+        f"prompt lists the candidates. It **{'passes' if reg['gate'] == 'PASS' else 'fails'}** the gate on offline "
+        "evidence.")
+    prompt = edits.set_index("edit").loc["prompt"]
+    strict_ok = all(c["passed"] for c in gates["prompt"])
+    tokens = int(live["input_tokens"]) + int(live["output_tokens"])
+    bullets.append(
+        f"**The prompt line** changes {f.integer('prompt_changed', prompt['changed'])} decisions offline but puts "
+        f"{f.integer('prompt_live_rows', live['rows'])} rows ({f.integer('prompt_live_calls', live['calls'])} calls, "
+        f"{f.put('prompt_live_tokens', tokens, f'{tokens:,}')}"
+        f" tokens by the ledger) in the live re-run slice; a gate that demands offline evidence "
+        f"**{'passes' if strict_ok else 'fails'}**.")
+    r, g = slices["rule"], slices["registry"]
+    bullets.append(
+        f"**Selecting by what changed versus the paper's fixed slices:** "
+        f"{f.integer('rule_outside_slice', r['outside paper slice'])} of the rule edit's "
+        f"{f.integer('rule_affected', r['exact affected rows'])} affected rows lie outside the paper's slice for a "
+        f"rule edit (*{r['paper slice']}*), and {f.integer('registry_outside_slice', g['outside paper slice'])} of "
+        f"the delisting's {f.integer('registry_affected', g['exact affected rows'])} outside its slice for a "
+        f"registry edit (*{g['paper slice']}*). For the "
+        f"controller's {f.integer('controller_rows', controller_rows)} rows the rule edit is decided offline, "
+        "exactly and with no call.")
+    caveat = _simulated_caveat(source)
+    if caveat:
+        bullets.append(caveat)
+    return f.conclusion(bullets, source, heading=False)
+
+
+def _and(items: Sequence[str]) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _num(value: float) -> str:
+    value = float(value)
+    return f"{value:g}" if value == int(value) else f"{value:.2f}"
+
+
+__all__ = ["Conclusion", "ablations", "dataset", "failure_story", "metaroute_ablations", "paper_replay",
+           "release_review", "rq1", "rq2", "rq3", "screening"]

@@ -10,15 +10,12 @@ artifact is an error, never a silent fall-back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from ..core.errors import DataError, ErrorCode
-from ..review.assets import AssetFiles
-from ..review.impact import artifact_asset_files
-from ..review.ledgers import LedgerSet, load_ledgers, load_many
+from ..review import AssetFiles, ReviewSource, artifact_asset_files, load_ledgers, load_many
 from ..store.artifact import ARTIFACT_ENV, find_artifact
 
 SOURCES = ("auto", "artifact", "simulated")
@@ -26,19 +23,11 @@ SOURCES = ("auto", "artifact", "simulated")
 KIT_TASKS = (("routebr", "MAIN"), ("routebr", "FLIP"), ("routebr", "ENTITY"), ("b2", "FLIP"))
 
 
-@dataclass(frozen=True)
-class ReviewSource:
-    """The recorded ledgers, the base release files they ran under, and a label saying which they are."""
-
-    ledgers: LedgerSet
-    base: AssetFiles
-    label: str
-    artifact: Path | None
-
-    def files(self) -> pd.DataFrame:
-        hashes = self.base.hashes()
-        return pd.DataFrame([{"asset": k, "file": Path(v).name if v else "—", "sha256": (hashes[k] or "")[:16]}
-                             for k, v in self.base.describe()["files"].items()])
+def release_files(source: ReviewSource) -> pd.DataFrame:
+    """The base release's files and the first 16 hex digits of their hashes."""
+    hashes = source.base.hashes()
+    return pd.DataFrame([{"asset": k, "file": Path(v).name if v else "—", "sha256": (hashes[k] or "")[:16]}
+                         for k, v in source.base.describe()["files"].items()])
 
 
 def review_source(source: str = "auto", artifact_dir: str = "", *, seed: int = 0, language: str = "en",
@@ -49,7 +38,7 @@ def review_source(source: str = "auto", artifact_dir: str = "", *, seed: int = 0
     if found is not None:
         ledgers = load_ledgers(found)
         label = f"published artifact `{found}`: {ledgers.rows:,} recorded rows in {len(ledgers.tasks)} result folders"
-        return ReviewSource(ledgers, artifact_asset_files(found), label, found)
+        return ReviewSource(ledgers, artifact_asset_files(found), label)
     if source == "artifact":
         raise DataError(ErrorCode.FILE_NOT_FOUND, "the published artifact (artifact_dir, "
                         f"${ARTIFACT_ENV}, artifacts/routebr/ or ../shared/routebr_artifact)", field="source")
@@ -78,8 +67,8 @@ def _kit_runs(seed: int, language: str, profile: str, runs: Path) -> ReviewSourc
                   out_dir=folder, resume=True, progress=False, cases_path=cases_path)
         folders.append(folder)
     ledgers = load_many(folders, cases=cases_path, assets=assets)
-    label = f"kit benchmark {language}-{seed}, {profile} runs (a simulation, not model evidence)"
-    return ReviewSource(ledgers, AssetFiles.from_dir(bench).replace(prompts=prompt_path(language)), label, None)
+    label = f"kit benchmark {language}-{seed}, simulated backend {profile} (a simulation, not model evidence)"
+    return ReviewSource(ledgers, AssetFiles.from_dir(bench).replace(prompts=prompt_path(language)), label)
 
 
 
@@ -95,11 +84,14 @@ def first_match_order(policy, action: str, new_rule_id: str | None = None) -> pd
 
 
 def transitions(report) -> pd.DataFrame:
-    """The changed rows of a diff grouped by change class, gold path, base → candidate path and winning rules."""
-    cols = ["change_class", "gold_final_path", "base_final_path", "candidate_final_path", "base_rule",
+    """The changed rows of a diff grouped by change class, task, gold path, base → candidate path and winning
+    rules (``rows`` per group: the groups add up to the diff's ``changed``)."""
+    cols = ["change_class", "task", "gold_final_path", "base_final_path", "candidate_final_path", "base_rule",
             "candidate_rule"]
     frame = pd.DataFrame([c.as_dict() for c in report.changed], columns=[*cols, "case_id"])
     frame[["base_rule", "candidate_rule"]] = frame[["base_rule", "candidate_rule"]].fillna("—")
-    grouped = frame.groupby(cols, sort=False).size().reset_index(name="rows")
+    grouped = frame.groupby(cols, sort=False).agg(rows=("case_id", "size"),
+                                                  cases=("case_id", lambda ids: " ".join(sorted(set(ids)))))
+    grouped = grouped.reset_index()
     return grouped.sort_values(["change_class", "rows"], ascending=[True, False], kind="stable").reset_index(drop=True)
-__all__ = ["KIT_TASKS", "SOURCES", "ReviewSource", "first_match_order", "review_source", "transitions"]
+__all__ = ["KIT_TASKS", "SOURCES", "first_match_order", "release_files", "review_source", "transitions"]
