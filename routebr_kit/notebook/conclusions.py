@@ -816,5 +816,49 @@ def metaroute_conclusion(run: BenchmarkRun, difficulty: pd.DataFrame, failures: 
 
 
 
-__all__ = ["Conclusion", "ablations", "dataset", "failure_story", "metaroute_ablations", "paper_replay",
-           "metaroute_conclusion", "quickstart_conclusion", "release_review", "rq1", "rq2", "rq3", "screening"]
+def explorer_summary(run: BenchmarkRun | None, error: str | None = None) -> str:
+    """The MetaRoute explorer's one static line (for papermill / nbval): mode, seeds, the best policy by utility."""
+    if run is None:
+        return f"not run: {error}"
+    top = run.evaluation.summaries[0]
+    return (f"{run.mode.value} mode, {len(run.traces.seeds)} seeds, {len(run.evaluation.summaries)} policies; best "
+            f"utility: {top.policy} (success {top.success_rate:.3f}, cost {top.mean_cost:.2f}, "
+            f"latency {top.mean_latency_s:.1f} s)")
+
+
+def explorer_agreement(explorer: BenchmarkRun, headline: BenchmarkRun) -> Conclusion:
+    """Notebook 08: what the explorer shows at its defaults, next to the headline run — the same ranking or not,
+    and why its values differ (another executor mode draws other random numbers from the same distribution)."""
+    f = Facts()
+    e, h = explorer.evaluation.summaries, headline.evaluation.summaries
+    ev = {s.policy: s for s in e}
+    hv = {s.policy: s for s in h}
+    e_seeds, h_seeds = len(explorer.traces.seeds), len(headline.traces.seeds)
+    top_e, top_h = e[0].policy, h[0].policy
+    seeds = (f"the headline's {f.integer('seeds', h_seeds)} seeds" if e_seeds == h_seeds else
+             f"{f.integer('explorer_seeds', e_seeds)} seeds (the headline ran {f.integer('seeds', h_seeds)})")
+    opening = (f"At its defaults the explorer runs the **{explorer.mode.value}** executor with {seeds} and ranks "
+               f"*{top_e}* first by utility (success {f.pct('explorer_top_success', e[0].success_rate)}); ")
+    if top_e == top_h:
+        opening += (f"the headline run ({headline.mode.value} mode) ranks *{top_h}* first too (success "
+                    f"{f.pct('headline_top_success', h[0].success_rate)}).")
+    else:
+        opening += (f"the headline run ({headline.mode.value} mode) ranks *{top_h}* first (success "
+                    f"{f.pct('headline_top_success', h[0].success_rate)}), so the two disagree at these settings.")
+    bullets = [opening]
+    if explorer.mode is not headline.mode:
+        gaps = {p: abs(ev[p].success_rate - hv[p].success_rate) for p in ev if p in hv}
+        worst = max(gaps, key=gaps.get)
+        within = gaps[worst] <= hv[worst].success_ci95
+        bullets.append(
+            f"The {explorer.mode.value} executor draws different random numbers from the same distribution, so its "
+            f"values are not the tables' above: the largest success difference between the two, on *{worst}*, is "
+            f"{f.points('largest_gap_pts', 100 * gaps[worst])} points, "
+            + ("inside" if within else "outside") + " the headline's seed-level interval for that policy "
+            f"(±{f.points('largest_gap_ci_pts', 100 * hv[worst].success_ci95)} points).")
+    return f.conclusion(bullets, "the explorer's run against the headline run", heading=False)
+
+
+__all__ = ["Conclusion", "Facts", "ablations", "dataset", "explorer_agreement", "explorer_summary", "failure_story",
+           "metaroute_ablations", "metaroute_conclusion", "paper_replay", "quickstart_conclusion", "release_review",
+           "rq1", "rq2", "rq3", "screening"]

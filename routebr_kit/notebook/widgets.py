@@ -34,7 +34,7 @@ from ..core.records import NONE, UNRESOLVED, RouteRequest, RuntimeState, Termina
 from ..metaroute import MetaRouteConfig, Mode, Suite, run_benchmark
 from ..metaroute.analysis import summary_frame
 from ..metaroute.run import BenchmarkRun
-from .conclusions import metaroute_conclusion, quickstart_conclusion  # rendered in conclusions.py
+from .conclusions import explorer_summary, metaroute_conclusion, quickstart_conclusion  # rendered there
 
 #: Colour-blind-safe palette of every figure drawn here.
 PALETTE = "colorblind"
@@ -359,12 +359,7 @@ class MetaRouteExplorer:
 
     def summary(self) -> str:
         """One static line for papermill / nbval."""
-        if self.run is None:
-            return f"not run: {self.error}"
-        top = self.run.evaluation.summaries[0]
-        return (f"fast mode, {self.seeds.value} seeds, {len(self.run.evaluation.summaries)} policies; best utility: "
-                f"{top.policy} (success {top.success_rate:.3f}, cost {top.mean_cost:.2f}, "
-                f"latency {top.mean_latency_s:.1f} s)")
+        return explorer_summary(self.run, self.error)
 
     @property
     def widget(self) -> widgets.Widget:
