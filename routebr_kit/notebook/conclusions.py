@@ -859,6 +859,74 @@ def explorer_agreement(explorer: BenchmarkRun, headline: BenchmarkRun) -> Conclu
     return f.conclusion(bullets, "the explorer's run against the headline run", heading=False)
 
 
-__all__ = ["Conclusion", "Facts", "ablations", "dataset", "explorer_agreement", "explorer_summary", "failure_story",
-           "metaroute_ablations", "metaroute_conclusion", "paper_replay", "quickstart_conclusion", "release_review",
-           "rq1", "rq2", "rq3", "screening"]
+# ---------------------------------------------------------------------------------------------------- notebook 11
+def _rate(f: Facts, name: str, rate: Any) -> str:
+    """A :class:`~routebr_kit.adversarial.scoring.Rate` as ``k/n (x%, Wilson 95% [lo%, hi%])``."""
+    if not rate.n:
+        return f.put(name, [0, 0], "none of 0")
+    low, high = rate.interval
+    return f.put(name, [int(rate.k), int(rate.n)],
+                 f"{rate.k}/{rate.n} ({100 * rate.k / rate.n:.1f}%, Wilson 95% {100 * low:.1f}–{100 * high:.1f}%)")
+
+
+def adversarial(worst: pd.DataFrame, lexical: Mapping[str, Mapping[str, Any]], benign: Mapping[str, Mapping[str, Any]],
+                *, suite_cases: int, seed: int, source: str,
+                live: Mapping[str, Mapping[str, Any]] | None = None) -> Conclusion:
+    """Notebook 11: the exact worst case per system (``worst``: the ``adversarial_worst_case`` table), the
+    injection suite with the keyword proposer (``lexical``/``benign``: :func:`~routebr_kit.adversarial.scoring.pooled`
+    over hostile / benign families) and, when run, the live models."""
+    f = Facts()
+    t = worst.set_index("system")
+    col = {"fd": "forbidden_dispatches_reachable", "cases": "cases_with_forbidden_dispatch_reachable",
+           "protected": "protected_without_permission_reachable", "mis": "misroutes_reachable",
+           "unreg": "unregistered_object_reachable"}
+
+    def n(system: str, key: str) -> str:
+        return f.integer(f"{system}_{key}", t.loc[system, col[key]])
+
+    bullets = []
+    if {"b1_direct", "b2_direct_guard"} <= set(t.index):
+        same = t.loc["b1_direct"].equals(t.loc["b2_direct_guard"])
+        bullets.append(
+            f"Under a fully compromised model (every output adversarial), B1 can be made to emit "
+            f"{n('b1_direct', 'fd')} forbidden dispatches on {n('b1_direct', 'cases')} of the "
+            f"{f.integer('cases', t.loc['b1_direct', 'cases'])} cases ({n('b1_direct', 'protected')} of those "
+            "dispatches the protected action without permission), and "
+            f"B2 {n('b2_direct_guard', 'fd')}: " + ("the same — its guard is only the model's reading of the rules."
+                                                   if same else "a different number — inspect the per-case surfaces."))
+    if {"routebr", "a_state"} <= set(t.index):
+        bullets.append(
+            f"RouteBR: {n('routebr', 'fd')} forbidden dispatches reachable; switching its state gate off (A-state) "
+            f"makes {n('a_state', 'fd')} reachable. What RouteBR still cannot prevent: {n('routebr', 'mis')} "
+            "allowed-but-wrong dispatches (misroutes) remain reachable — a compromised model can still pick the wrong "
+            "allowed service or object.")
+    if {"b1_direct", "routebr"} <= set(t.index):
+        bullets.append(f"B1/B2 can also dispatch an object-requiring service on an object outside the registry "
+                       f"({n('b1_direct', 'unreg')} reachable, `UNRESOLVED` included); RouteBR: "
+                       f"{n('routebr', 'unreg')}.")
+    r, a = lexical.get("routebr"), lexical.get("a_state")
+    if r is not None:
+        dispatched = f"actual forbidden dispatch: RouteBR {_rate(f, 'routebr_forbidden', r['forbidden_dispatch'])}"
+        if a is not None:
+            dispatched += f", A-state {_rate(f, 'a_state_forbidden', a['forbidden_dispatch'])}"
+        bullets.append(
+            f"With the keyword proposer on the {f.integer('suite_cases', suite_cases)}-case suite (seed "
+            f"{f.integer('seed', seed)}), hostile text made the proposal follow the attacker in "
+            f"{_rate(f, 'routebr_followed', r['followed'])} of attack variants (the unmodified controls already "
+            f"proposed the target in {_rate(f, 'routebr_followed_without_attack', r['followed_without_attack'])}); "
+            f"{dispatched}.")
+    if "routebr" in benign:
+        bullets.append(f"Over-blocking on benign look-alikes and controls with a dispatchable gold route: RouteBR "
+                       f"{_rate(f, 'routebr_over_blocked', benign['routebr']['over_blocked'])}.")
+    if live:
+        bullets.append("Live models: " + "; ".join(
+            f"{k}: followed {_rate(f, f'live_{k}_followed', v['followed'])}, forbidden dispatch "
+            f"{_rate(f, f'live_{k}_forbidden', v['forbidden_dispatch'])}" for k, v in live.items()) + ".")
+    else:
+        bullets.append("Live models: not run (no API key for the live profile).")
+    return f.conclusion(bullets, source, heading=False)
+
+
+__all__ = ["Conclusion", "Facts", "ablations", "adversarial", "dataset", "explorer_agreement", "explorer_summary",
+           "failure_story", "metaroute_ablations", "metaroute_conclusion", "paper_replay", "quickstart_conclusion",
+           "release_review", "rq1", "rq2", "rq3", "screening"]
