@@ -10,52 +10,24 @@ notebook's own output, and ``tables/conclusions.json``) is then checked against 
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from notebook_runs import executed, linked_artifact, variant_names
 
-pm = pytest.importorskip("papermill")
+pytest.importorskip("papermill")
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-NOTEBOOK = NOTEBOOKS / "10_release_review.ipynb"
 NUMBER = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?(?:e-?\d+)?%?")
 CLASSES = ("new false dispatch", "new false block", "fixed", "other path change", "trace only")
-
-
-def linked_artifact(root: Path, artifact: Path) -> Path:
-    """A folder that is an artifact by its layout, whose children are links into ``artifact``."""
-    root.mkdir()
-    for child in artifact.iterdir():
-        (root / child.name).symlink_to(child)
-    return root
+NAME = "10_release_review"
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, routebr_artifact) -> dict[str, Path]:
-    base = tmp_path_factory.mktemp("release_review")
-    linked = linked_artifact(base / "env_artifact", routebr_artifact)
-    out: dict[str, Path] = {}
-    saved = os.environ.get("ROUTEBR_ARTIFACT")
-    os.environ["ROUTEBR_ARTIFACT"] = str(linked)
-    try:
-        for name, parameters in (("artifact", {"source": "artifact"}),
-                                 ("simulated", {"source": "simulated", "seed": 1})):
-            out_dir = base / name
-            out_dir.mkdir()
-            pm.execute_notebook(str(NOTEBOOK), str(out_dir / "executed.ipynb"),
-                                parameters={**parameters, "out_dir": str(out_dir)}, cwd=str(NOTEBOOKS),
-                                progress_bar=False, kernel_name="python3")
-            out[name] = out_dir
-    finally:
-        if saved is None:
-            os.environ.pop("ROUTEBR_ARTIFACT", None)
-        else:
-            os.environ["ROUTEBR_ARTIFACT"] = saved
-    out["linked"] = linked
-    return out
+def runs() -> dict[str, Path]:
+    """The two runs of :data:`notebook_runs.VARIANTS` (shared with the conclusion check), plus the linked root."""
+    return {**{v: executed(NAME, v) for v in variant_names(NAME)}, "linked": linked_artifact()}
 
 
 def _conclusion(out_dir: Path) -> dict:
