@@ -745,7 +745,7 @@ def quickstart_conclusion(permitted: Decision, forbidden: Decision, closed: Deci
     bullets.append(f"The out-of-registry proposal ended in `{terminal}` with reason `{reason}` after {calls} model "
                    f"calls (errors: {', '.join(codes)}): {verdict}.")
     bullets.append("Every decision here is deterministic: replaying the stored proposal through the controller "
-                   "gives the same record, which is how notebook 07 replays the published executions.")
+                   "gives the same record, which is how notebook `07_paper_replay` replays the published executions.")
     return f.conclusion(bullets, "scripted proposals through the kit's controller", heading=False)
 
 

@@ -23,7 +23,7 @@ def setup() -> None:
     warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm without ipywidgets: bars are off
     import seaborn as sns
 
-    sns.set_theme(context="notebook", style="whitegrid")
+    sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")  # every figure: colour-blind safe
     try:  # figures inline even when MPLBACKEND=Agg is set for headless runs
         from IPython import get_ipython
 
