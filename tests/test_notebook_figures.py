@@ -43,21 +43,57 @@ def _figures(name: str) -> list[dict]:
 FIGURES = sorted(VARIANTS)
 
 
+def _numeric(label: str) -> bool:
+    try:
+        float(label.replace("−", "-").replace("%", "").replace(",", ""))
+    except ValueError:
+        return False
+    return True
+
+
+def figure_problems(name: str, anatomy: dict) -> list[str]:
+    """A title; tick labels on every data panel for a categorical axis (the issue: five unnamed bars per panel),
+    on at least one panel for a numeric scale the panels share; colours from the colour-blind palette.  Colour
+    bars (no data of their own) and diagrams (no ticks at all) are not data panels."""
+    problems = []
+    if not (anatomy["suptitle"] or any(ax["title"] for ax in anatomy["axes"])):
+        problems.append(f"{name}: no title")
+    panels = [ax for ax in anatomy["axes"] if (ax["colours"] or ax["images"]) and (ax["xticks"] or ax["yticks"])]
+    for axis in ("xticklabels", "yticklabels"):
+        labels = [t for ax in panels for t in ax[axis] if t.strip()]
+        if not panels:
+            continue
+        if not labels:
+            problems.append(f"{name}: no {axis} on any panel")
+        elif not all(_numeric(t) for t in labels):  # categorical: every panel names its categories
+            problems += [f"{name} panel {i}: no {axis}" for i, ax in enumerate(panels)
+                         if not any(t.strip() for t in ax[axis])]
+    for i, ax in enumerate(anatomy["axes"]):
+        bad = [c for c in ax["colours"] if not allowed_colour(c)]
+        if bad:
+            problems.append(f"{name} axes {i}: colours outside the colour-blind palette {bad}")
+    return problems
+
+
 @pytest.mark.parametrize("name", FIGURES)
 def test_every_figure_has_a_title_tick_labels_and_colour_blind_colours(name) -> None:
-    problems = []
-    for entry in _figures(name):
-        a = entry["anatomy"]
-        if not (a["suptitle"] or any(ax["title"] for ax in a["axes"])):
-            problems.append(f"{entry['name']}: no title")
-        for i, ax in enumerate(a["axes"]):
-            for axis in ("xticklabels", "yticklabels"):
-                if not any(t.strip() for t in ax[axis]):
-                    problems.append(f"{entry['name']} axes {i}: no {axis}")
-            bad = [c for c in ax["colours"] if not allowed_colour(c)]
-            if bad:
-                problems.append(f"{entry['name']} axes {i}: colours outside the colour-blind palette {bad}")
+    problems = [p for entry in _figures(name) for p in figure_problems(entry["name"], entry["anatomy"])]
     assert not problems, problems
+
+
+def test_the_check_catches_an_unnamed_category_axis() -> None:
+    """The defect of issue 23 (11's top-row panels named none of their five bars) is what the check reports."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 1, sharex=True)
+    for ax in axes:
+        ax.bar(["a", "b"], [1, 2], color=sns.color_palette("colorblind")[0])
+    axes[0].set_title("t")
+    assert figure_problems("grid", figure_anatomy(fig)) == ["grid panel 0: no xticklabels"]
+    axes[0].tick_params(labelbottom=True)
+    assert figure_problems("grid", figure_anatomy(fig)) == []
+    axes[1].bar(["a"], [3], color="#4c72b0")  # seaborn's default "deep" blue
+    assert "colours outside the colour-blind palette" in figure_problems("grid", figure_anatomy(fig))[0]
 
 
 def test_the_outcome_chart_prints_zero_counts() -> None:

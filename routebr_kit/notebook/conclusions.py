@@ -494,7 +494,8 @@ def metaroute_ablations(differences: pd.DataFrame, power: pd.DataFrame, design: 
                        f"{f.points('recovery_expected_pts', d['expected difference (pts)'])} points, with a per-seed "
                        f"standard deviation of {f.points('recovery_sd_pts', d['per-seed sd (pts)'])} points: the "
                        f"power at {f.integer('power_design_seeds', design_seeds)} "
-                       f"seeds is {f.pct('recovery_power', d[power_col])}, and 80% power needs "
+                       f"seeds is {f.pct('recovery_power', d[power_col])}, and "
+                       f"{f.put('power_target', 0.8, '80%')} power needs "
                        f"{f.integer('recovery_seeds_80', d['seeds for 80% power'])} seeds.")
     if len(power):
         largest = power["seeds"].max()
@@ -699,6 +700,11 @@ def release_review(*, order: pd.DataFrame, edits: pd.DataFrame, moves: pd.DataFr
     return f.conclusion(bullets, source, heading=False)
 
 
+def _percent(f: Facts, name: str, value: float) -> str:
+    """A value already in percent, one decimal, with its sign of percent (``4.4%``)."""
+    return f.put(name, round(float(value), 2), f"{float(value):.1f}%")
+
+
 def _and(items: Sequence[str]) -> str:
     items = list(items)
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
@@ -770,8 +776,8 @@ def metaroute_conclusion(run: BenchmarkRun, difficulty: pd.DataFrame, failures: 
             f"{f.pct('static_success', s.success_rate)} for the per-workload rule table (*static_workload*): a "
             f"paired difference of {f.points('margin_pts', 100 * c.success_difference)} points, seed-level 95% "
             f"interval ±{f.points('margin_ci_pts', 100 * c.success_difference_ci95)} — {verdict}; it costs "
-            f"{f.points('cost_pct', 100 * (a.mean_cost / s.mean_cost - 1))}% more and takes "
-            f"{f.points('latency_pct', 100 * (a.mean_latency_s / s.mean_latency_s - 1))}% longer.")
+            f"{_percent(f, 'cost_pct', 100 * (a.mean_cost / s.mean_cost - 1))} more and takes "
+            f"{_percent(f, 'latency_pct', 100 * (a.mean_latency_s / s.mean_latency_s - 1))} longer.")
         others = [p for p in ("one_shot", "direct") if p in comparisons]
         if others:
             gaps = "; ".join(
@@ -782,12 +788,13 @@ def metaroute_conclusion(run: BenchmarkRun, difficulty: pd.DataFrame, failures: 
         workloads = {w: by["adaptive"][w] - by["static_workload"][w] for w in by["adaptive"]}
         best = max(workloads, key=workloads.get)
         levels = difficulty.loc["adaptive"] - difficulty.loc["static_workload"]
-        ahead = [str(lv) for lv, v in levels.items() if v > 0]
-        per_level = ", ".join(f"level {lv}: {f.points(f'level_{lv}_pts', 100 * v)}" for lv, v in levels.items())
+        ahead = [int(lv) for lv, v in levels.items() if v > 0]
+        per_level = ", ".join(f"{f.put(f'level_{lv}', int(lv), f'level {lv}')}: {f.points(f'level_{lv}_pts', 100 * v)}"
+                              for lv, v in levels.items())
         bullets.append(f"The margin is not uniform: largest on *{best}* "
                        f"({f.points('best_workload_pts', 100 * workloads[best])} points over the rule table); by "
                        f"difficulty (adaptive minus rule table, points) {per_level} — adaptive is ahead on levels "
-                       f"{', '.join(ahead) if ahead else 'none'}.")
+                       f"{f.put('ahead_levels', ahead, ', '.join(map(str, ahead))) if ahead else 'none'}.")
     else:
         bullets.append("This run does not contain both adaptive and static_workload, so the headline comparison "
                        "is not made.")

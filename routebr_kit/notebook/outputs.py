@@ -55,6 +55,7 @@ def figure_anatomy(fig: Any) -> dict[str, Any]:
                      "xticklabels": [t.get_text() for t in ax.get_xticklabels() if t.get_visible()],
                      "yticklabels": [t.get_text() for t in ax.get_yticklabels() if t.get_visible()],
                      "legend": [t.get_text() for t in legend.get_texts()] if legend else [],
+                     "xticks": len(ax.get_xticks()), "yticks": len(ax.get_yticks()),
                      "images": len(ax.images), "colours": sorted(c for c in colours if c)})
     legends = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
     suptitle = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) is not None else ""
