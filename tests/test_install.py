@@ -25,8 +25,12 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from routebr_kit.cli.main import main
+from routebr_kit.core.errors import DataError, ErrorCode
 from routebr_kit.dataset import generate_benchmark, write_benchmark
 from routebr_kit.dataset.generate import KIT_DATA_DIR
+from routebr_kit.store import fetch as fetch_module
+from routebr_kit.store import kitfiles
 
 REPO = Path(__file__).resolve().parents[1]
 LOCK = REPO / "requirements" / "lock.txt"
@@ -132,6 +136,82 @@ def test_kit_assets_live_in_the_package_not_in_the_repository_data_folder() -> N
     assert not list((REPO / "data").glob("*.csv")), "kit assets belong in routebr_kit/resources/, not data/"
 
 
+# --- notebooks and parameter files: the checkout's, or the copies a wheel ships ----------------------------------
+
+
+def test_in_a_checkout_the_kit_reads_the_top_level_folders() -> None:
+    assert kitfiles.source_checkout() == REPO
+    assert kitfiles.notebooks_dir() == REPO / "notebooks" and kitfiles.params_dir() == REPO / "params"
+    assert not (KIT_DATA_DIR / "notebooks").exists() and not (KIT_DATA_DIR / "params").exists(), \
+        "the shipped copies exist only in the wheel (setup.py), never in the checkout"
+    assert set(kitfiles.shipped_params()) >= {"default", "ci"}
+
+
+@pytest.fixture
+def as_installed(tmp_path, monkeypatch) -> Path:
+    """The package seen as a wheel sees itself: no checkout above it; the working directory is a fresh folder."""
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    monkeypatch.setattr(kitfiles, "_ABOVE", site)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    return cwd
+
+
+def test_an_installed_wheel_reads_its_shipped_copies_and_writes_into_the_working_directory(as_installed) -> None:
+    assert kitfiles.source_checkout() is None
+    assert kitfiles.notebooks_dir() == KIT_DATA_DIR / "notebooks" and kitfiles.params_dir() == KIT_DATA_DIR / "params"
+    assert kitfiles.work_root() == as_installed
+    assert fetch_module.default_dest() == as_installed / "artifacts" / "routebr"
+
+
+@pytest.mark.parametrize("value", ["default", "default.yaml", "params/default.yaml", Path("params/default.yaml")])
+def test_params_names_resolve_to_the_kit_file_from_any_directory(value, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert kitfiles.params_file(value) == REPO / "params" / "default.yaml"
+
+
+def test_an_existing_params_path_wins_and_an_unknown_one_is_a_typed_error(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params").mkdir()
+    mine = tmp_path / "params" / "default.yaml"
+    mine.write_text("name: mine\n", encoding="utf-8")
+    assert kitfiles.params_file("params/default.yaml") == Path("params/default.yaml")  # the user's own file
+    for value in ("nope", "elsewhere/default.yaml", "nope.yml"):
+        with pytest.raises(DataError) as info:
+            kitfiles.params_file(value)
+        assert info.value.code is ErrorCode.FILE_NOT_FOUND and "ci, default" in str(info.value)
+
+
+def test_reproduce_dry_run_from_outside_the_checkout_checks_everything_and_writes_nothing(tmp_path, monkeypatch,
+                                                                                         capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "run"
+    assert main(["reproduce", "--no-artifact", "--dry-run", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert f"parameters: {REPO / 'params' / 'default.yaml'}" in text and "00_quickstart" in text
+    assert f'"data_dir": "{KIT_DATA_DIR}"' in text  # notebooks find the kit's data wherever it is installed
+    assert not out.exists() and not any(tmp_path.iterdir())
+
+
+def test_fetch_artifact_refuses_the_package_folder(as_installed) -> None:
+    with pytest.raises(DataError) as info:
+        fetch_module.fetch_artifact(kitfiles._ABOVE / "artifacts", archive=as_installed / "none.tar.gz")
+    assert info.value.code is ErrorCode.INVALID_VALUE and info.value.field == "--dest"
+    with pytest.raises(DataError):
+        fetch_module.check_dest(kitfiles.PACKAGE / "resources" / "routebr")
+
+
+def test_fetch_artifact_help_offers_the_working_directory_not_the_package(as_installed, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # argparse would wrap the path at its hyphens
+    with pytest.raises(SystemExit):
+        main(["fetch-artifact", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"default {as_installed / 'artifacts' / 'routebr'}" in text
+    assert "site-packages" not in text.replace(str(kitfiles._ABOVE), "")  # (the tmp folder is named so)
+
+
 # --- the wheel and the non-editable install (SLOW) ---------------------------------------------------------------
 
 
@@ -154,9 +234,13 @@ def wheel(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("wheel")
     src = root / "src"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "setup.py", "MANIFEST.in"):
         shutil.copy2(REPO / name, src / name)
     shutil.copytree(PACKAGE, src / "routebr_kit", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for folder, pattern in kitfiles.SHIPPED:  # what setup.py's build hook ships
+        (src / folder).mkdir()
+        for path in (REPO / folder).glob(pattern):
+            shutil.copy2(path, src / folder / path.name)
     _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
           "-w", str(root / "dist"), str(src)], cwd=root)
     (built,) = (root / "dist").glob("routebr_kit-*.whl")
@@ -182,6 +266,10 @@ def test_wheel_ships_every_file_of_the_package(wheel) -> None:
     missing = _package_files() - shipped
     assert not missing, f"not in the wheel (add to [tool.setuptools.package-data]): {sorted(missing)}"
     assert {f"routebr_kit/resources/{name}" for name in KIT_ASSETS} <= shipped
+    for folder, pattern in kitfiles.SHIPPED:  # notebooks and parameter files, byte for byte
+        for path in (REPO / folder).glob(pattern):
+            with zipfile.ZipFile(wheel) as zf:
+                assert zf.read(f"routebr_kit/resources/{folder}/{path.name}") == path.read_bytes(), path.name
 
 
 @pytest.mark.install
@@ -220,3 +308,34 @@ def test_installed_cli_runs_metaroute_and_the_lexical_backend(installed, tmp_pat
                  "--cases", "bench/routebr_select_160.csv", "--split", "ALL", "--out", "run", "--no-progress"],
                 cwd=tmp_path)
     assert "local:lexical" in done.stdout and (tmp_path / "run" / "predictions.csv").is_file()
+
+
+def _tree(folder: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+@pytest.mark.install
+def test_installed_reproduce_runs_from_any_directory_and_writes_only_there(installed, tmp_path) -> None:
+    (site,) = installed.parent.glob("lib/python*/site-packages")
+    before = _tree(site)
+    # the default parameters, from a folder outside any checkout: checked, planned under ./outputs/
+    done = _run([str(installed / "routebr-kit"), "reproduce", "--no-artifact", "--dry-run"], cwd=tmp_path)
+    assert f"routebr_kit/resources/params/default.yaml; output folder: {tmp_path}/outputs/default-" in done.stdout
+    # a real run of the shipped notebooks (a small plan): output in --out, nothing in site-packages
+    plan = tmp_path / "small.yaml"
+    plan.write_text("name: small\ncell_timeout: 300\nnotebooks:\n  - 00_quickstart\n", encoding="utf-8")
+    done = _run([str(installed / "routebr-kit"), "reproduce", "--params", str(plan), "--no-artifact", "--out", "run",
+                 "--no-progress"], cwd=tmp_path, timeout=900)
+    assert "finished" in done.stdout
+    assert (tmp_path / "run" / "00_quickstart" / "00_quickstart.ipynb").is_file()
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "complete"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "small.yaml"]
+    assert _tree(site) == before, "reproduce wrote into site-packages"
+
+
+@pytest.mark.install
+def test_installed_fetch_artifact_never_offers_site_packages(installed, tmp_path) -> None:
+    done = _run([str(installed / "routebr-kit"), "fetch-artifact", "--help"], cwd=tmp_path)
+    text = " ".join(done.stdout.split())
+    assert "site-packages" not in text and f"default {tmp_path}/artifacts/routebr" in text

@@ -5,9 +5,44 @@ receipts or ledger rows).  Imported on demand, through :func:`routebr_kit.backen
 ``openai_compat`` (live OpenAI-compatible profiles), ``simulated`` (``sim:<profile>``) and ``lexical``
 (``local:lexical``)."""
 
+import importlib
+from typing import Any
+
 from .base import Backend, BackendFailure, FailureKind, ModelCall, ModelReply
 from .replay import ReplayBackend
 from .scripted import ScriptedBackend, ScriptExhausted
 
-__all__ = ["Backend", "BackendFailure", "FailureKind", "ModelCall", "ModelReply", "ReplayBackend",
+#: Loaded on first use (:mod:`.registry` and the live, simulated and local backends need more than the standard
+#: library).
+_LAZY: dict[str, str] = {
+    "DEFAULT_PROFILES": "registry",
+    "LEXICAL": "registry",
+    "SIM_PREFIX": "registry",
+    "make_backend": "registry",
+    "published_prompts_path": "registry",
+    "PROFILE_LABELS": "profiles",
+    "Profile": "profiles",
+    "load_profile": "profiles",
+    "load_profiles": "profiles",
+    "missing_api_keys": "profiles",
+    "LexicalBackend": "lexical",
+    "SimulatedBackend": "simulated",
+    "ResponseCache": "cache",
+    "CacheMissError": "cache",
+}
+
+__all__ = [*sorted(_LAZY), "Backend", "BackendFailure", "FailureKind", "ModelCall", "ModelReply", "ReplayBackend",
            "ScriptedBackend", "ScriptExhausted"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later look-ups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

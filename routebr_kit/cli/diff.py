@@ -11,9 +11,16 @@ import json
 import sys
 from pathlib import Path
 
-from ..review.diff import NotComparable, diff_ledgers, markdown, split_table
-from ..review.gate import Gate
-from ..review.ledgers import load_ledgers
+from ..review import (
+    CHANGED_COLUMNS,
+    Gate,
+    NotComparable,
+    diff_ledgers,
+    diff_sentence,
+    load_ledgers,
+    markdown,
+    split_table,
+)
 from .common import command, print_table
 
 PASS, REGRESSION, NOT_COMPARABLE = 0, 1, 2
@@ -46,15 +53,11 @@ def diff(args: argparse.Namespace) -> int:
         return NOT_COMPARABLE
     verdict = gate.evaluate(report) if gate else None
     print_table(split_table(report))
-    m = report.metrics()
-    print(f"\n{report.rows} paired rows; {m['changed']} changed: {m['new_false_dispatch']} new false dispatch, "
-          f"{m['new_false_block']} new false block, {m['fixed']} fixed, {m['other_path_change']} other path change, "
-          f"{m['trace_only']} trace only; {m['needs_live_rerun']} need a live re-run")
+    print(f"\n{diff_sentence(report)}")
     rows = [c.as_dict() for c in report.changed[:args.show]]
     if rows:
         print()
-        print_table(rows, ["change_class", "task", "case_id", "gold_final_path", "base_final_path",
-                           "candidate_final_path", "first_changed_stage", "base_rule", "candidate_rule"])
+        print_table(rows, [c for c in CHANGED_COLUMNS if c != "needs_live_rerun"])
         if len(report.changed) > args.show:
             print(f"... and {len(report.changed) - args.show} more (--json for all)")
     lines = verdict.lines() if verdict else []

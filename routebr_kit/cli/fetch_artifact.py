@@ -7,15 +7,15 @@ import sys
 from pathlib import Path
 
 from ..core.errors import DataError, ErrorCode
-from ..store.artifact import CONVENTIONAL_DIR
+from ..store.fetch import default_dest, load_shipped_manifest, manual_instructions, verify_tree
 from ..store.fetch import fetch_artifact as fetch
-from ..store.fetch import load_shipped_manifest, manual_instructions, verify_tree
 from .common import command
 
 
 def _args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dest", type=Path, default=CONVENTIONAL_DIR,
-                   help=f"where to install it (default {CONVENTIONAL_DIR}, where the kit looks first)")
+    p.add_argument("--dest", type=Path, default=None,
+                   help=f"where to install it (default {default_dest()}: artifacts/routebr/ of the source checkout, "
+                        "else of the current directory — where the kit looks for it; never inside the package)")
     p.add_argument("--url", help="archive URL (default: GitHub's tarball of the pinned commit)")
     p.add_argument("--archive", type=Path, help="install from a .tar.gz downloaded by hand instead of downloading")
     p.add_argument("--verify", type=Path, metavar="DIR",
@@ -28,6 +28,7 @@ def _args(p: argparse.ArgumentParser) -> None:
 @command("fetch-artifact", "download the published RouteBR artifact at the pinned commit, verify every file the "
          "kit reads against its shipped SHA-256 values, and unpack it into artifacts/routebr/", _args)
 def fetch_artifact(args: argparse.Namespace) -> int:
+    args.dest = args.dest if args.dest is not None else default_dest()
 
     manifest = load_shipped_manifest()
     if args.verify is not None:

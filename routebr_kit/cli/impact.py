@@ -6,10 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
-from ..review.assets import AssetFiles, compare_assets
-from ..review.impact import PAPER_SLICES, impact
-from ..review.ledgers import load_ledgers, load_many
-from .common import command, print_table
+from ..review import candidate_edit, edit_lines, impact, impact_lines, load_ledgers, load_many
+from .common import command
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -25,37 +23,15 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command("impact", "classify an asset edit and select the recorded cases it can affect (no model call)", _args)
 def impact_cmd(args: argparse.Namespace) -> int:
-    base = AssetFiles.from_dir(args.base_assets)
-    candidate = base.overlay(args.candidate_assets)  # the candidate folder need hold only what it changes
-    edit = compare_assets(base, candidate)
+    edit = candidate_edit(args.base_assets, args.candidate_assets)  # the candidate need hold only what it changes
     ledgers = None
     if args.artifact is not None:
         ledgers = load_ledgers(args.artifact, details=False)
     elif args.ledger:
         ledgers = load_many(args.ledger, cases=args.cases, assets=edit.base_assets, details=False)
     report = impact(edit, ledgers)
-    print(f"changed files: {', '.join(edit.changed_files) or 'none'}; "
-          f"edit classes: {', '.join(c.value for c in edit.classes) or 'none'}")
-    if edit.rules_changed:
-        print(f"rules changed: {', '.join(edit.rules_changed)}")
-    if edit.registry_changed:
-        print("registry changed: " + ", ".join(f"{k} ({v})" for k, v in edit.registry_changed.items()))
-    if edit.prompt_stages_changed:
-        print(f"prompt stages changed: {', '.join(edit.prompt_stages_changed)}")
-    for cls in edit.classes:
-        print(f"paper regression slice for {cls.value}: {PAPER_SLICES[cls]}")
-    if ledgers is not None:
-        print_table(report.summary())
-        for cls, rows in report.exact.items():
-            if cls.value == "rules" and rows:
-                print_table([r.as_dict() for r in rows[:20]],
-                            ["task", "case_id", "split", "base_rule", "candidate_rule"])
-        cost = report.live_cost
-        print(f"live re-run slice: {cost.rows} rows, {cost.calls} calls, {cost.input_tokens} input + "
-              f"{cost.output_tokens} output tokens" + (f", ${cost.usd}" if cost.usd is not None else
-                                                       " (no recorded prices)"))
-    for prop, test in report.adapter_tests:
-        print(f"adapter test [{prop}]: {test}")
+    for line in [*edit_lines(edit), *impact_lines(report, ledgers=ledgers is not None)]:
+        print(line)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report.as_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -46,6 +46,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "shadow": ("shadow", "shadow"),
     "diff": ("diff", "diff"),
     "impact": ("impact", "impact_cmd"),
+    "review": ("review", "review"),
     "verify": ("verify", "verify"),
     "report": ("report", "report"),
 }

@@ -5,11 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..core.errors import DataError, ErrorCode
-from ..review.assets import AssetFiles, compare_assets
-from ..review.impact import artifact_asset_files
-from ..review.ledgers import load_ledgers, load_many
-from ..review.shadow import parse_options, shadow_replay, write_shadow
+from ..review import AssetFiles, candidate_edit, load_review_source, parse_options, shadow_replay, write_shadow
 from .common import command, print_table
 
 
@@ -22,18 +18,15 @@ def add_source_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cases", type=Path, default=None,
                    help="--ledger: the gold cases file the runs were made on")
     p.add_argument("--base-assets", type=Path, default=None,
-                   help="--ledger: the assets the runs used (default: the folder of --cases)")
+                   help="the assets the runs used (default: the artifact's data/ and prompts with --artifact; the "
+                        "folder of --cases with --ledger)")
 
 
 def load_source(args: argparse.Namespace, *, details: bool) -> tuple[object, AssetFiles]:
-    """The ledger set and the base release files named by :func:`add_source_args`."""
-    if args.artifact is not None:
-        return load_ledgers(args.artifact, details=details), artifact_asset_files(args.artifact)
-    if args.base_assets is None and args.cases is None:
-        raise DataError(ErrorCode.EMPTY_VALUE, "--cases FILE (and optionally --base-assets DIR) with --ledger",
-                        field="cases")
-    base = AssetFiles.from_dir(args.base_assets or args.cases.parent)
-    return load_many(args.ledger, cases=args.cases, assets=base.load(), details=details), base
+    """The ledger set and the base release named by :func:`add_source_args` (``review.load_review_source``)."""
+    source = load_review_source(artifact=args.artifact, ledger=args.ledger, cases=args.cases,
+                                base_assets=args.base_assets, details=details)
+    return source.ledgers, source.base
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -55,10 +48,8 @@ def _args(p: argparse.ArgumentParser) -> None:
 @command("shadow", "replay recorded proposals under candidate assets/options (no model call)", _args)
 def shadow(args: argparse.Namespace) -> int:
     ledgers, base = load_source(args, details=False)
-    candidate = base.overlay(args.candidate_assets) if args.candidate_assets else base
-    candidate = candidate.replace(catalog=args.catalog, rules=args.rules, registry=args.registry,
-                                  prompts=args.prompts)
-    edit = compare_assets(base, candidate)
+    edit = candidate_edit(base, args.candidate_assets, catalog=args.catalog, rules=args.rules,
+                          registry=args.registry, prompts=args.prompts)
     result = shadow_replay(ledgers, edit, parse_options(args.options))
     path = write_shadow(result, args.out, receipts=args.receipts)
     print_table(result.summary())

@@ -6,6 +6,9 @@ exact CPython streams or vectorized Philox) â†’ typed traces (:mod:`.records`) â
 :func:`run_benchmark` (:mod:`.run`) ties the layers together.
 """
 
+import importlib
+from typing import Any
+
 from .config import (
     EvaluationConfig,
     ExecutorConfig,
@@ -59,4 +62,45 @@ from .records import (
 from .run import BenchmarkRun, Mode, Suite, execute_all, executor_for, run_benchmark
 from .workloads import generate_tasks
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+#: Loaded on first use (tables and the robustness sweep need pandas and scipy).
+_LAZY: dict[str, str] = {
+    "ablation_frame": "analysis",
+    "action_shares": "analysis",
+    "comparison_frame": "analysis",
+    "detection_power": "analysis",
+    "difficulty_success": "analysis",
+    "failure_breakdown": "analysis",
+    "power_curve": "analysis",
+    "seeds_for_power": "analysis",
+    "summary_frame": "analysis",
+    "task_profile_frame": "analysis",
+    "workload_frame": "analysis",
+    "SweepDesign": "sweep",
+    "SweepResult": "sweep",
+    "SweepSpace": "sweep",
+    "default_space": "sweep",
+    "design": "sweep",
+    "heatmap_figure": "sweep",
+    "heatmap_table": "sweep",
+    "load_sweep": "sweep",
+    "robustness": "sweep",
+    "run_sweep": "sweep",
+    "sensitivity": "sweep",
+    "contrast_table": "sweep",
+}
+
+__all__ = sorted({*(name for name in dir() if not name.startswith("_") and name not in ("importlib", "Any")),
+                  *_LAZY})
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later look-ups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

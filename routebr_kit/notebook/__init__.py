@@ -1,1 +1,69 @@
-"""Notebook plumbing: the papermill pipeline, the outputs folder, display helpers."""
+"""Notebook plumbing: the papermill pipeline, the outputs folder, display helpers.
+
+The public API is :data:`__all__`; each name loads its module on first use (``from routebr_kit.notebook import X``
+imports only what ``X`` needs).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: Every public name → the module of this package that defines it.
+_EXPORTS: dict[str, str] = {
+    "Conclusion": "conclusions",
+    "Facts": "conclusions",
+    "decisions_table": "display",
+    "setup": "display",
+    "trace_table": "display",
+    "KIT_PHASE": "kit_replay",
+    "KitReplay": "kit_replay",
+    "compare_task": "kit_replay",
+    "kit_replay_report": "kit_replay",
+    "METAROUTE_ENV": "metaroute_source",
+    "MetaRouteSource": "metaroute_source",
+    "is_metaroute_artifact": "metaroute_source",
+    "metaroute_candidates": "metaroute_source",
+    "resolve_metaroute": "metaroute_source",
+    "Outputs": "outputs",
+    "Saved": "outputs",
+    "markdown_table": "outputs",
+    "ArtifactChoice": "pipeline",
+    "NotebookJob": "pipeline",
+    "NotebookResult": "pipeline",
+    "PreparedRun": "pipeline",
+    "RunPlan": "pipeline",
+    "choose_artifact": "pipeline",
+    "declared_parameters": "pipeline",
+    "execute": "pipeline",
+    "listed_outputs": "pipeline",
+    "prepare": "pipeline",
+    "run": "pipeline",
+    "ReviewOutcome": "review_widget",
+    "RuleEditor": "review_widget",
+    "summary_frame": "review_widget",
+    "trace_pair": "review_widget",
+    "EXECUTOR_SLIDERS": "widgets",
+    "Figure1Explorer": "widgets",
+    "MetaRouteExplorer": "widgets",
+    "PALETTE": "widgets",
+    "decision_paths_figure": "widgets",
+    "metaroute_conclusion": "widgets",
+    "parse_topk": "widgets",
+    "policy_outcomes_figure": "widgets",
+    "quickstart_conclusion": "widgets",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later look-ups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -29,7 +29,11 @@ existing, non-empty output folder is refused unless ``resume``: then the noteboo
 the same parameters are kept and the rest run (a run's manifest is rewritten after every notebook, so even a
 killed run can be resumed).
 
-Each notebook runs with ``cwd = notebooks/`` and writes to ``outputs/<run_id>/<notebook>/`` (its executed copy,
+The notebooks and parameter files are the checkout's ``notebooks/`` and ``params/`` — or, from an installed wheel,
+the copies it ships in the package (:mod:`routebr_kit.store.kitfiles`); a notebook declaring ``data_dir`` is given
+the kit's own data folder unless the plan sets one.  Each notebook runs with ``cwd = notebooks/`` in a checkout
+(the current directory for an installed wheel: never inside the package) and writes to
+``outputs/<run_id>/<notebook>/`` (its executed copy,
 ``tables/``, ``figures/``, ``captions.json``).  The run writes ``manifest.json`` (parameters, input hashes, kit
 version, git commit, per-notebook durations and status) and ``README.md`` linking every table and figure with its
 caption.  A failing notebook stops the run with a non-zero exit and keeps the partial output notebook.  The
@@ -59,11 +63,18 @@ from ..dataset.generate import KIT_DATA_DIR
 from ..report import write_report
 from ..store.artifact import ARTIFACT_ENV, Artifact, artifact_candidates, find_artifact, is_artifact_dir
 from ..store.files import read_json, read_yaml
+from ..store.kitfiles import notebooks_dir, source_checkout
 from .outputs import CAPTIONS
 
 REPO = Path(__file__).resolve().parents[2]
-NOTEBOOKS = REPO / "notebooks"
+NOTEBOOKS = notebooks_dir()  # the checkout's notebooks/, else the copies the wheel ships
 log = logging.getLogger("routebr_kit.notebook.pipeline")
+
+
+def notebook_cwd() -> Path:
+    """The notebooks' working directory (and the base of relative input paths): ``notebooks/`` in a checkout, the
+    current directory for an installed wheel (the package folder is never written to)."""
+    return NOTEBOOKS if source_checkout() is not None else Path.cwd()
 
 
 @dataclass(frozen=True)
@@ -131,6 +142,8 @@ class RunPlan:
                 values["artifact_dir"] = artifact
         if "out_dir" in declared:
             values["out_dir"] = str(run_dir / job.name)
+        if "data_dir" in declared and "data_dir" not in values:
+            values["data_dir"] = str(KIT_DATA_DIR)  # the kit's own assets, wherever the package is installed
         undeclared = sorted(set(values) - set(declared))
         if undeclared:
             raise DataError(ErrorCode.UNKNOWN_REFERENCE, f"parameters declared by notebook {job.name}",
@@ -255,7 +268,7 @@ def _check_input_paths(plan: RunPlan, job: NotebookJob, parameters: Mapping[str,
         if key in OUTPUT_PARAMETERS or not key.endswith(("_path", "_dir")) or not isinstance(value, str) \
                 or not value:
             continue
-        path = Path(value) if Path(value).is_absolute() else NOTEBOOKS / value
+        path = Path(value) if Path(value).is_absolute() else notebook_cwd() / value
         path = Path(os.path.normpath(path))
         if path.is_relative_to(out):
             producer = path.relative_to(out).parts[:1]
@@ -357,7 +370,7 @@ def _execute_jobs(prepared: PreparedRun, results: list[NotebookResult], started:
             t0 = time.perf_counter()
             try:
                 pm.execute_notebook(str(job.path), str(target / f"{job.name}.ipynb"), parameters=parameters,
-                                    kernel_name="python3", cwd=str(NOTEBOOKS), progress_bar=False, log_output=True,
+                                    kernel_name="python3", cwd=str(notebook_cwd()), progress_bar=False, log_output=True,
                                     execution_timeout=plan.cell_timeout, start_timeout=120,
                                     kernel_manager_class=manager)
             except Exception as exc:  # noqa: BLE001 - papermill raises several types; all stop the run
@@ -398,6 +411,8 @@ def _configure_logging(path: Path, *, append: bool = False) -> None:
 
 def _git_commit() -> str:
     try:
+        if source_checkout() is None:
+            return "not a source checkout (installed package)"
         return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
                               check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):

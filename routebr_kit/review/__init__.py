@@ -25,11 +25,12 @@ from .release import (
     CHANGED_COLUMNS,
     Review,
     ReviewSource,
+    SummaryRow,
     candidate_edit,
     diff_sentence,
     edit_lines,
     impact_lines,
-    load_source,
+    load_review_source,
     release_review,
     text_table,
 )
@@ -48,8 +49,8 @@ __all__ = ["CHANGED_COLUMNS", "DEFAULT_GATE", "METRICS", "PAPER_SLICES", "Affect
            "ChangeClass", "ChangeStage", "ChangedRow", "ColumnarLedger", "Cost", "Criterion", "CriterionResult",
            "DiffReport", "EditClass", "Gate", "GateResult", "GroupedDecisions", "ImpactReport", "LedgerSet",
            "LedgerTask", "NotComparable", "Review", "ReviewSource", "RowDetail", "ShadowFlag", "ShadowResult",
-           "ShadowRow", "ShadowTask", "artifact_asset_files", "candidate_edit", "compare_assets", "diff_ledgers",
-           "diff_sentence", "edit_lines", "grouped_decide", "impact", "impact_lines", "load_ledgers", "load_many",
-           "load_source", "markdown", "parse_options", "prompts_with_line", "registry_without", "release_review",
-           "rules_csv", "shadow_ledgers", "shadow_replay", "split_table", "text_table", "write_release",
-           "write_shadow"]
+           "ShadowRow", "ShadowTask", "SummaryRow", "artifact_asset_files", "candidate_edit", "compare_assets",
+           "diff_ledgers", "diff_sentence", "edit_lines", "grouped_decide", "impact", "impact_lines", "load_ledgers",
+           "load_many", "load_review_source", "markdown", "parse_options", "prompts_with_line", "registry_without",
+           "release_review", "rules_csv", "shadow_ledgers", "shadow_replay", "split_table", "text_table",
+           "write_release", "write_shadow"]

@@ -2,7 +2,7 @@
 
 :func:`release_review` is the single implementation of the flow the paper's §III-D describes; the notebook-10 rule
 editor (:mod:`routebr_kit.notebook.review_widget`), notebook 10 itself and ``routebr-kit review`` all call it, and
-``routebr-kit impact`` / ``shadow`` / ``diff`` share its loading and rendering helpers (:func:`load_source`,
+``routebr-kit impact`` / ``shadow`` / ``diff`` share its loading and rendering helpers (:func:`load_review_source`,
 :func:`candidate_edit`, :func:`edit_lines`, :func:`impact_lines`, :func:`diff_sentence`)::
 
     from routebr_kit.review import release_review
@@ -47,7 +47,7 @@ class ReviewSource:
     label: str
 
 
-def load_source(*, artifact: str | Path | None = None, ledger: Sequence[str | Path] | None = None,
+def load_review_source(*, artifact: str | Path | None = None, ledger: Sequence[str | Path] | None = None,
                 cases: str | Path | None = None, base_assets: str | Path | None = None,
                 details: bool = True) -> ReviewSource:
     """``--artifact DIR`` or ``--ledger RUN_DIR ...`` (with ``--cases``), and the base release.
@@ -115,6 +115,15 @@ def _ledgers(ledgers: LedgerSet | str | Path) -> LedgerSet:
 # --------------------------------------------------------------------------------------------- the review
 
 
+class SummaryRow(dict):
+    """A review's one-row summary: a plain ``dict`` (``pd.DataFrame([row])`` makes it a table) that also prints as
+    a one-row text table, as the rule editor's summary did (``row.to_string(index=False)``)."""
+
+    def to_string(self, index: bool = False) -> str:
+        del index  # a one-row summary has no index to show
+        return "\n".join(text_table([self]))
+
+
 @dataclass(frozen=True)
 class Review:
     """Everything one release review found: the edit, its exact impact, the shadow replay, the diff, the verdict."""
@@ -139,11 +148,11 @@ class Review:
         """The diff's flat numbers (the ones the gate reads)."""
         return self.diff.metrics(split)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> SummaryRow:
         """One row: what was selected, what changed (every change class, so the counts add up to ``changed``),
         the exact-match drop, lost FLIP pairs and the verdict."""
         m = self.diff.metrics()
-        row: dict[str, Any] = {"edit": self.label} if self.label else {}
+        row = SummaryRow({"edit": self.label} if self.label else {})
         row |= {"classes": ", ".join(c.value for c in self.edit.classes) or "none",
                 "selected (exact)": len(self.impact.selected()), "live re-run rows": len(self.impact.live_rerun),
                 "changed": int(m["changed"]), "new false dispatch": int(m["new_false_dispatch"]),
@@ -273,5 +282,5 @@ def diff_sentence(report: DiffReport) -> str:
             f"live re-run")
 
 
-__all__ = ["CHANGED_COLUMNS", "Review", "ReviewSource", "candidate_edit", "diff_sentence", "edit_lines",
-           "impact_lines", "load_source", "release_review", "text_table"]
+__all__ = ["CHANGED_COLUMNS", "Review", "ReviewSource", "SummaryRow", "candidate_edit", "diff_sentence", "edit_lines",
+           "impact_lines", "load_review_source", "release_review", "text_table"]

@@ -3,8 +3,40 @@
 Standard library only, like the core it loads for.
 """
 
+import importlib
+from typing import Any
+
 from .assets import Assets, assets_beside, load_assets, load_catalog, load_registry, load_rules, read_csv, read_json
 from .cases import Case, Gold, Language, ObjectDifficulty, Split, load_cases
 
-__all__ = ["Assets", "Case", "Gold", "Language", "ObjectDifficulty", "Split", "assets_beside", "load_assets",
-           "load_cases", "load_catalog", "load_registry", "load_rules", "read_csv", "read_json"]
+#: Loaded on first use (the published artifact's reader and the ledger files).
+_LAZY: dict[str, str] = {
+    "ARTIFACT_ENV": "artifact",
+    "CONFIRM": "artifact",
+    "SELECT": "artifact",
+    "Artifact": "artifact",
+    "ArtifactTask": "artifact",
+    "artifact_candidates": "artifact",
+    "find_artifact": "artifact",
+    "is_artifact_dir": "artifact",
+    "PredictionRow": "ledger",
+    "RunLedger": "ledger",
+    "read_predictions": "ledger",
+    "write_predictions": "ledger",
+}
+
+__all__ = [*sorted(_LAZY), "Assets", "Case", "Gold", "Language", "ObjectDifficulty", "Split", "assets_beside",
+           "load_assets", "load_cases", "load_catalog", "load_registry", "load_rules", "read_csv", "read_json"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later look-ups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

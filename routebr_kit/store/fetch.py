@@ -12,8 +12,9 @@ files), and :func:`fetch_artifact` installs exactly those files:
    through :mod:`tarfile`'s own extraction;
 3. refuse the archive when any listed file is missing (``FILE_NOT_FOUND``) or differs (``CHECKSUM_MISMATCH``),
    naming the file;
-4. only then rename the verified tree to the destination (``artifacts/routebr/`` by default) — a failed fetch
-   leaves no destination and no temporary folder behind.
+4. only then rename the verified tree to the destination (:func:`default_dest`: ``artifacts/routebr/`` of a source
+   checkout, else of the current directory — never inside the installed package) — a failed fetch leaves no
+   destination and no temporary folder behind.
 
 Files of the archive the kit does not read (source code, the raw receipts the kit has no hash for) are not
 installed; ``LICENSE`` is kept (the MIT notice travels with the copy) and recorded as unverified.  The install
@@ -40,8 +41,10 @@ from typing import IO
 
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file
-from .artifact import ARTIFACT_ENV, CONVENTIONAL_DIR, PUBLISHED_COMMIT, PUBLISHED_REPOSITORY
+from . import artifact as _artifact
+from .artifact import ARTIFACT_ENV, PUBLISHED_COMMIT, PUBLISHED_REPOSITORY
 from .files import read_json
+from .kitfiles import PACKAGE, package_parent, source_checkout
 
 #: The SHA-256 values the kit ships for the files it reads from the published repository.
 MANIFEST_PATH = Path(__file__).resolve().parents[1] / "resources" / "artifact_sha256.json"
@@ -157,9 +160,26 @@ def verify_tree(root: str | Path, manifest: ShippedManifest | None = None) -> tu
     return tuple(problems)
 
 
-def manual_instructions(dest: str | Path = CONVENTIONAL_DIR, manifest: ShippedManifest | None = None) -> str:
+def default_dest() -> Path:
+    """Where the artifact goes by default: ``artifacts/routebr/`` of the source checkout (where the kit looks first),
+    or, for an installed wheel, ``./artifacts/routebr/`` of the current directory (the kit looks there too) — never
+    under ``site-packages``."""
+    return _artifact.CONVENTIONAL_DIR if source_checkout() is not None else Path.cwd() / "artifacts" / "routebr"
+
+
+def check_dest(dest: Path) -> None:
+    """Refuse a destination inside the installed package (or, for a wheel, anywhere under its ``site-packages``)."""
+    where = dest.resolve()
+    forbidden = [PACKAGE] if source_checkout() is not None else [PACKAGE, package_parent()]
+    if any(where.is_relative_to(folder) for folder in forbidden):
+        raise DataError(ErrorCode.INVALID_VALUE, "a destination outside the installed package (e.g. "
+                        "./artifacts/routebr)", file=str(dest), field="--dest")
+
+
+def manual_instructions(dest: str | Path | None = None, manifest: ShippedManifest | None = None) -> str:
     """How to place a copy by hand (printed when the download is impossible)."""
     manifest = manifest or load_shipped_manifest()
+    dest = dest if dest is not None else default_dest()
     page = f"https://github.com/{manifest.repository}/archive/{manifest.commit}.tar.gz"
     return "\n".join([
         "To place a copy by hand:",
@@ -186,7 +206,8 @@ def fetch_artifact(dest: str | Path | None = None, *, url: str | None = None, ar
     ``progress(bytes_so_far, total_or_None)`` is called while downloading.
     """
     manifest = manifest or load_shipped_manifest()
-    dest = Path(dest) if dest is not None else CONVENTIONAL_DIR
+    dest = Path(dest) if dest is not None else default_dest()
+    check_dest(dest)
     source = str(archive) if archive is not None else (url or manifest.url)
     if dest.exists() or dest.is_symlink():
         problems = verify_tree(dest, manifest) if dest.is_dir() else ("not a directory",)

@@ -1,1 +1,44 @@
-"""The systems the paper compares: the B1/B2 one-call baselines and the controller variants of the ablations."""
+"""The systems the paper compares: the B1/B2 one-call baselines and the controller variants of the ablations.
+
+The public API is :data:`__all__`; each name loads its module on first use (``from routebr_kit.systems import X``
+imports only what ``X`` needs).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: Every public name → the module of this package that defines it.
+_EXPORTS: dict[str, str] = {
+    "CitationSummary": "baselines",
+    "DIRECT_SCHEMA": "baselines",
+    "DirectBaseline": "baselines",
+    "DirectDecision": "baselines",
+    "DirectResult": "baselines",
+    "DirectRoute": "baselines",
+    "GUARD_SCHEMA": "baselines",
+    "RuleCitation": "baselines",
+    "check_direct": "baselines",
+    "check_direct_published": "baselines",
+    "direct_payload": "baselines",
+    "prediction_from_direct": "baselines",
+    "rule_citation": "baselines",
+    "rule_citation_accuracy": "baselines",
+    "Variant": "variants",
+    "variant_controller": "variants",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later look-ups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,0 +1,66 @@
+"""Each subpackage's public API is its ``__all__`` (Inspect-style): every listed name resolves, to the object its
+defining module holds, and importing a package does not import its heavy modules."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import subprocess
+import sys
+
+import pytest
+
+import routebr_kit
+
+PACKAGES = sorted(m.name for m in pkgutil.iter_modules(routebr_kit.__path__) if m.ispkg and m.name != "resources")
+LAZY = ("adversarial", "experiments", "notebook", "runs", "systems")
+PARTLY_LAZY = ("backends", "metaroute", "store")
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_every_subpackage_declares_its_public_api(name):
+    package = importlib.import_module(f"routebr_kit.{name}")
+    assert isinstance(package.__all__, (list, tuple)) and package.__all__, name
+    for public in package.__all__:
+        assert getattr(package, public) is not None, f"routebr_kit.{name}.{public}"
+
+
+@pytest.mark.parametrize("name", LAZY)
+def test_lazy_exports_are_the_defining_modules_objects(name):
+    package = importlib.import_module(f"routebr_kit.{name}")
+    for public, module in package._EXPORTS.items():
+        assert getattr(package, public) is getattr(importlib.import_module(f"routebr_kit.{name}.{module}"), public)
+        assert public not in {m.name for m in pkgutil.iter_modules(package.__path__)}  # a module would shadow it
+    assert set(package.__all__) <= set(dir(package))
+    with pytest.raises(AttributeError):
+        package.no_such_name  # noqa: B018
+
+
+def test_importing_a_lazy_package_imports_none_of_its_modules():
+    code = ("import sys, routebr_kit.notebook, routebr_kit.experiments, routebr_kit.runs; "
+            "print(sorted(m for m in sys.modules if m.startswith(('routebr_kit.notebook.', "
+            "'routebr_kit.experiments.', 'routebr_kit.runs.'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_release_review_api_is_exported():
+    from routebr_kit import review
+
+    assert {"release_review", "Review", "load_ledgers", "write_release", "artifact_asset_files", "Gate",
+            "DEFAULT_GATE", "split_table"} <= set(review.__all__)
+
+
+@pytest.mark.parametrize("name", PARTLY_LAZY)
+def test_names_loaded_on_first_use_are_the_modules_objects(name):
+    package = importlib.import_module(f"routebr_kit.{name}")
+    assert set(package._LAZY) <= set(package.__all__)
+    for public, module in package._LAZY.items():
+        assert getattr(package, public) is getattr(importlib.import_module(f"routebr_kit.{name}.{module}"), public)
+
+
+def test_the_store_and_backends_packages_stay_standard_library_only_on_import():
+    code = ("import sys, routebr_kit.store, routebr_kit.backends; "
+            "print(sorted(m for m in ('numpy', 'pandas', 'yaml', 'openai') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
