@@ -1,9 +1,10 @@
-"""The RQ notebooks' rendered conclusions agree with the tables beside them, at two simulator seeds.
+"""Every notebook's rendered conclusion agrees with the tables beside it, at two seeds or sources.
 
-Each of 03–06 runs with papermill (offline, ``source="simulated"``) at seeds 1 and 2.  For each run the saved
-``tables/conclusions.json`` must (1) state every fact verbatim in its Markdown and carry no other number, and
-(2) hold facts equal to the values re-read from the CSV tables the same run wrote.  Different seeds must give
-different facts, so the prose demonstrably follows the run.
+Each of the 13 notebooks runs with papermill twice (:mod:`tests.notebook_runs`: small parameters, two seeds or
+two sources).  For each run the saved ``tables/conclusions.json`` must (1) state every fact verbatim in its
+Markdown and carry no other number, (2) be what the executed notebook displays, and (3) — for the notebooks with
+a check below — hold facts equal to the values re-read from the CSV tables the same run wrote.  Different seeds
+must give different facts, so the prose demonstrably follows the run.
 """
 
 from __future__ import annotations
@@ -14,28 +15,33 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from notebook_runs import VARIANTS, executed, variant_names
 
-pm = pytest.importorskip("papermill")
+pytest.importorskip("papermill")
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 RQ = ("03_rq1_routing_correctness", "04_rq2_state_flip", "05_rq3_object_contract", "06_ablations")
 SEEDS = (1, 2)
 NUMBER = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?(?:e-?\d+)?%?")
+ALL = sorted(VARIANTS)
+RUNS = [(name, variant) for name in ALL for variant in variant_names(name)]
+
+
+class _Runs(dict):
+    """``runs[(name, seed)]`` for the seeded RQ notebooks, executed on first use."""
+
+    def __missing__(self, key):
+        name, seed = key
+        return executed(name, f"seed-{seed}")
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[tuple[str, int], Path]:
-    root = tmp_path_factory.mktemp("conclusions")
-    out = {}
-    for seed in SEEDS:
-        for name in RQ:
-            out_dir = root / f"{name}-{seed}"
-            out_dir.mkdir()
-            pm.execute_notebook(str(NOTEBOOKS / f"{name}.ipynb"), str(out_dir / "executed.ipynb"),
-                                parameters={"source": "simulated", "seed": seed, "out_dir": str(out_dir)},
-                                cwd=str(NOTEBOOKS), progress_bar=False, kernel_name="python3")
-            out[(name, seed)] = out_dir
-    return out
+def runs() -> _Runs:
+    return _Runs()
+
+
+def test_every_notebook_is_covered() -> None:
+    assert ALL == sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb") if p.stem[:2].isdigit() and int(p.stem[:2]) < 13)
 
 
 def _conclusion(out_dir: Path) -> dict:
@@ -51,17 +57,37 @@ def _count(text: str) -> list[int]:
     return [int(hits), int(n)]
 
 
-@pytest.mark.parametrize("name", RQ)
-@pytest.mark.parametrize("seed", SEEDS)
-def test_every_number_in_the_prose_is_a_stated_fact(runs, name, seed) -> None:
-    c = _conclusion(runs[(name, seed)])
+def _stated(c: dict) -> list[str]:
+    """Numbers in the Markdown (outside code spans and the source line) that no stated fact contains."""
     body = "\n".join(line for line in c["markdown"].splitlines() if not line.startswith("*Computed from this run"))
     for fact, text in c["texts"].items():
         assert text in body, (fact, text)
-    allowed = set(c["texts"].values()) | {"5%"}  # "the 5% level" of a test
+    allowed = set(c["texts"].values()) | {"5%", "95%"}  # "the 5% level" of a test, a "95% interval" (a method)
     pieces = {p for text in allowed for p in NUMBER.findall(text)}
-    stray = [n for n in NUMBER.findall(re.sub(r"`[^`]*`", "", body)) if n not in pieces]
+    return [n for n in NUMBER.findall(re.sub(r"`[^`]*`", "", body)) if n not in pieces]
+
+
+@pytest.mark.parametrize(("name", "variant"), RUNS)
+def test_every_number_in_the_prose_is_a_stated_fact(name, variant) -> None:
+    stray = _stated(_conclusion(executed(name, variant)))
     assert not stray, f"numbers in the prose that are not facts of the run: {stray}"
+
+
+@pytest.mark.parametrize(("name", "variant"), RUNS)
+def test_the_notebook_displays_its_saved_conclusion(name, variant) -> None:
+    out = executed(name, variant)
+    nb = json.loads((out / "executed.ipynb").read_text(encoding="utf-8"))
+    shown = ["".join(o["data"]["text/markdown"]) for c in nb["cells"] if c["cell_type"] == "code"
+             for o in c.get("outputs", []) if "text/markdown" in o.get("data", {})]
+    assert _conclusion(out)["markdown"] in shown
+
+
+@pytest.mark.parametrize("name", [n for n in ALL if n != "00_quickstart"])  # 00 is scripted: its facts are fixed
+def test_the_prose_follows_the_run(name) -> None:
+    first, second = (_conclusion(executed(name, v)) for v in variant_names(name))
+    assert first["texts"].keys() & second["texts"].keys()
+    if name != "05_rq3_object_contract":  # ENTITY is small: two seeds may legitimately agree on every fact
+        assert first["values"] != second["values"]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -117,9 +143,37 @@ def test_ablation_facts_match_the_tables(runs, seed) -> None:
     assert values["promotions"] == len(_table(out, "ablation_prevented_promotions"))
 
 
-@pytest.mark.parametrize("name", RQ)
-def test_the_prose_follows_the_seed(runs, name) -> None:
-    first, second = (_conclusion(runs[(name, seed)]) for seed in SEEDS)
-    assert first["texts"].keys() & second["texts"].keys()
-    if name != "05_rq3_object_contract":  # ENTITY is small: two seeds may legitimately agree on every fact
-        assert first["values"] != second["values"]
+@pytest.mark.parametrize("variant", variant_names("08_metaroute_bench"))
+def test_metaroute_facts_match_the_tables(variant) -> None:
+    out = executed("08_metaroute_bench", variant)
+    values = _conclusion(out)["values"]
+    summary = _table(out, "table2_summary").set_index("policy")
+    assert values["adaptive_success"] == pytest.approx(summary.loc["adaptive", "success_rate"], abs=1e-4)
+    assert values["static_success"] == pytest.approx(summary.loc["static_workload", "success_rate"], abs=1e-4)
+    pairs = _table(out, "paired_differences").set_index("baseline")
+    assert values["margin_pts"] == pytest.approx(100 * pairs.loc["static_workload", "success_difference"], abs=0.01)
+
+
+@pytest.mark.parametrize("variant", variant_names("11_adversarial"))
+def test_adversarial_facts_match_the_tables(variant) -> None:
+    out = executed("11_adversarial", variant)
+    values = _conclusion(out)["values"]
+    worst = _table(out, "adversarial_worst_case").set_index("system")
+    assert values["routebr_fd"] == worst.loc["routebr", "forbidden_dispatches_reachable"] == 0
+    assert values["a_state_fd"] == worst.loc["a_state", "forbidden_dispatches_reachable"]
+    assert values["b1_direct_fd"] == worst.loc["b1_direct", "forbidden_dispatches_reachable"]
+    scores = _table(out, "adversarial_lexical_scores")
+    hostile = scores[(scores["system"] == "routebr") & ~scores["family"].isin(["BENIGN_LOOKALIKE", "CONTROL"])]
+    assert values["routebr_forbidden"][1] == hostile["cases"].sum()
+
+
+@pytest.mark.parametrize("variant", variant_names("12_metaroute_robustness"))
+def test_robustness_facts_match_the_tables(variant) -> None:
+    out = executed("12_metaroute_robustness", variant)
+    values = _conclusion(out)["values"]
+    share = _table(out, "robustness").set_index("baseline")
+    assert values["static_ahead"] == [share.loc["static_workload", "ahead"], share.loc["static_workload",
+                                                                                        "configurations"]]
+    assert values["static_behind"] == share.loc["static_workload", "behind"]
+    ranking = _table(out, "sensitivity")
+    assert values["top_rho"] == pytest.approx(ranking["spearman_rho"].iloc[0], abs=0.005)

@@ -21,6 +21,7 @@ import pandas as pd
 from ..core.controller import Decision
 from ..experiments.guarantee import DispatchAudit, SearchResult
 from ..experiments.replication import INDEPENDENT, REBUILT, ReplayReport
+from ..metaroute.run import BenchmarkRun
 
 ROUTEBR, A_STATE, A_GROUND = "RouteBR", "RouteBR w/o state enforcement", "RouteBR w/o closed grounding"
 B1, B2 = "B1 Direct", "B2 Direct+Guard"
@@ -493,7 +494,8 @@ def metaroute_ablations(differences: pd.DataFrame, power: pd.DataFrame, design: 
                        f"{f.points('recovery_expected_pts', d['expected difference (pts)'])} points, with a per-seed "
                        f"standard deviation of {f.points('recovery_sd_pts', d['per-seed sd (pts)'])} points: the "
                        f"power at {f.integer('power_design_seeds', design_seeds)} "
-                       f"seeds is {f.pct('recovery_power', d[power_col])}, and 80% power needs "
+                       f"seeds is {f.pct('recovery_power', d[power_col])}, and "
+                       f"{f.put('power_target', 0.8, '80%')} power needs "
                        f"{f.integer('recovery_seeds_80', d['seeds for 80% power'])} seeds.")
     if len(power):
         largest = power["seeds"].max()
@@ -561,5 +563,445 @@ def dataset(composition: pd.DataFrame, audit_table: pd.DataFrame, sources: pd.Da
     return f.conclusion(bullets, f"the kit's generator, seed {seed}, {language}")
 
 
-__all__ = ["Conclusion", "ablations", "dataset", "failure_story", "metaroute_ablations", "paper_replay", "rq1",
-           "rq2", "rq3", "screening"]
+
+# ---------------------------------------------------------------------------------------------------- notebook 10
+def _rule_id(text: str) -> str:
+    """``"R065@v2->HANDOFF"`` as ``"R065"``."""
+    return str(text).split("@", 1)[0]
+
+
+def release_review(*, order: pd.DataFrame, edits: pd.DataFrame, moves: pd.DataFrame, verify: Mapping[str, Any],
+                   cover: Mapping[str, Any], gates: Mapping[str, Sequence[Mapping[str, Any]]],
+                   slices: Mapping[str, Mapping[str, Any]], live: Mapping[str, Any], action: str,
+                   new_rule: str, delisted: str, controller_rows: int, source: str, gate: str) -> Conclusion:
+    """Notebook 10: where the new rule sits in the first-match order, what its review changes (every change class,
+    adding up to the changed total), the exact verifier's verdict, the coverage, and the registry and prompt edits.
+
+    ``order``: :func:`~routebr_kit.notebook.review_source.first_match_order` of the candidate program for
+    ``action``; ``edits``: one :meth:`Review.summary` row per edit (``edit`` column: ``rule``, ``registry``,
+    ``prompt``); ``moves``: :func:`~routebr_kit.notebook.review_source.transitions` of the rule edit;
+    ``verify``/``cover``: :meth:`SemanticDiff.as_dict` of the rule edit and :meth:`CoverageReport.as_dict` of the
+    base program; ``gates``: each edit's criteria (:meth:`CriterionResult.as_dict`); ``slices``: each edit's
+    :meth:`ImpactReport.summary` row; ``live``: the prompt edit's live re-run cost (:meth:`Cost.as_dict`).
+    """
+    f = Facts()
+    bullets = []
+    row = order.set_index("rule_id")
+    mine = row.loc[new_rule]
+    before = order[order["order"] < mine["order"]]
+    after = order[(order["order"] > mine["order"]) & (order["decision"] != "ALLOW")]
+
+    def ranked(frame: pd.DataFrame) -> str:
+        return _and([f"{r.rule_id} ({f.integer(f'priority_{r.rule_id}', r.priority)}, {r.decision})"
+                     for r in frame.itertuples()])
+
+    placed = (f"**before** {ranked(after)}" if len(after) else "after every other non-default rule")
+    bullets.append(
+        f"**Where {new_rule} sits.** For `{action}` the engine tries the rules in ascending priority and the first "
+        f"whose condition holds decides. {new_rule} has priority {f.integer('new_rule_priority', mine['priority'])}"
+        f" ({mine['decision']}), so it is tried after {ranked(before)} and {placed}. "
+        + (f"It therefore pre-empts {_and(list(after['rule_id']))}: a state those rules decided now gets "
+           f"{mine['decision']} whenever {new_rule}'s condition holds." if len(after) else ""))
+    rule = edits.set_index("edit").loc["rule"]
+    classes = {"new false dispatch": "new false dispatches", "new false block": "new false blocks",
+               "fixed": "fixed", "other path change": "other path changes", "trace only": "trace-only changes"}
+    parts = [f"{f.integer(_slug(k), rule[k])} {v}" for k, v in classes.items()]
+    total = sum(int(rule[k]) for k in classes)
+    bullets.append(
+        f"**What the review finds.** Impact selects exactly {f.integer('selected', rule['selected (exact)'])} "
+        f"recorded rows without a call (their winning rule changes); the shadow replay changes "
+        f"{f.integer('changed', rule['changed'])}: " + ", ".join(parts[:-1]) + f" and {parts[-1]}"
+        + (" — together the changed total." if total == int(rule["changed"]) else
+           f" — {f.integer('unclassified', int(rule['changed']) - total)} changed rows are in no class (a bug)."))
+    took = moves[moves["candidate_rule"].map(_rule_id) == new_rule]
+    if len(took):
+        winner = took["base_rule"].str.replace(r"@.*->(.*)", r" (\1)", regex=True)
+        by_rule = took.groupby(winner, sort=False)["rows"].sum()
+        bullets.append(f"**Which decisions {new_rule} took over** (the base winning rule → the rows now decided by "
+                       f"{new_rule}): " + ", ".join(f"{r}: {f.integer('took_' + _rule_id(r), n)} rows"
+                                                    for r, n in by_rule.items()) + ".")
+    right = moves[(moves["base_final_path"] == moves["gold_final_path"]) & moves["base_final_path"].str.startswith("T_")
+                  & moves["candidate_final_path"].str.startswith("T_")
+                  & (moves["candidate_final_path"] != moves["base_final_path"])]
+    if len(right):
+        flows = right.groupby(["base_final_path", "candidate_final_path"], sort=False).agg(
+            rows=("rows", "sum"), cases=("cases", " ".join))
+        said = ", ".join(f"{f.integer(f'correct_{a}_{b}'.lower(), g.rows)} correct `{a}` → `{b}` ({g.cases})"
+                         for (a, b), g in flows.iterrows())
+        bullets.append(f"**Correct terminals it changes:** {said} (counted as other path changes: still a bounded "
+                       "terminal, but no longer the right one).")
+    trace = moves[moves["change_class"] == "trace_only"]
+    if len(trace):
+        tasks = ", ".join(dict.fromkeys(f"`{t}`" for t in trace["task"]))
+        bullets.append(f"**Trace-only changes** ({f.integer('trace_rows', trace['rows'].sum())} rows, in {tasks}) "
+                       "keep their final and strict path; only the rule recorded in the trace differs.")
+    relations = {a["action"]: a["relation"] for a in verify["actions"]}
+    kinds = pd.Series(relations).value_counts()
+    seen = verify["recorded"]
+    regions = verify["regions_changed"] if verify["states_changed"] is None else verify["states_changed"]
+    unit = "regions" if verify["states_changed"] is None else "states"
+    bullets.append(
+        "**Over every admitted state, not only the recorded ones** (the exact verifier): "
+        + ", ".join(f"{f.integer(f'actions_{k}', n)} actions {k}" for k, n in kinds.items())
+        + f"; {f.integer('widening', verify['widening'])} widen their dispatch set, so the verdict is "
+        f"**{'PASS' if verify['passed'] else 'FAIL'}**. {f.integer('regions_changed', regions)} {unit} of the state "
+        f"space change outcome; the {f.integer('recorded_rows', seen['rows'])} recorded controller rows ("
+        f"{f.integer('recorded_states', seen['distinct_states'])} distinct states) see "
+        f"{f.integer('changed_regions_seen', seen['changed_regions_seen'])} of them."
+        + (" Note: " + "; ".join(verify["notes"]) + "." if verify["notes"] else ""))
+    failed = [c for c in gates["rule"] if not c["passed"]]
+    bullets.append(
+        f"**The gate** (`{gate}`) {'fails' if failed else 'passes'} the rule edit"
+        + (": " + ", ".join(f"`{c['criterion']}` measured "
+                            + f.put("gate_" + _slug(c["criterion"]), c["value"],
+                                    _num(c["value"]) + ("pp" if "pp" in c["criterion"] else "")) for c in failed)
+           if failed else "")
+        + ". " + ("A tightening that adds no dispatch can still fail a release: it blocks correct work."
+                  if failed and int(rule["new false dispatch"]) == 0 and verify["widening"] == 0 else ""))
+    bullets.append(
+        f"**Coverage of the base program by the recorded traffic:** "
+        f"{f.count('rules_covered', len(cover['covered_rules']), cover['rules'])} rules were the first match "
+        f"for some row ({f.pct('rule_coverage', len(cover['covered_rules']) / cover['rules'])})"
+        + (f"; never exercised: {', '.join(cover['uncovered_rules'])}" if cover["uncovered_rules"] else "")
+        + f"; {f.count('regions_exercised', cover['regions_exercised'], cover['regions_total'])} (action, winning "
+        "rule) regions were exercised. What the traffic never exercised, a shadow replay cannot test — the "
+        "verifier above can.")
+    reg = edits.set_index("edit").loc["registry"]
+    bullets.append(
+        f"**Delisting `{delisted}`** touches {f.integer('registry_selected', reg['selected (exact)'])} rows (their "
+        f"candidate lists change) and changes {f.integer('registry_changed', reg['changed'])} decisions offline "
+        f"({f.integer('registry_new_false_block', reg['new false block'])} new false blocks, "
+        f"{f.integer('registry_new_false_dispatch', reg['new false dispatch'])} new false dispatches); "
+        f"{f.integer('registry_live', reg['live re-run rows'])} rows are flagged for a live re-run because the "
+        f"prompt lists the candidates. It **{'passes' if reg['gate'] == 'PASS' else 'fails'}** the gate on offline "
+        "evidence.")
+    prompt = edits.set_index("edit").loc["prompt"]
+    strict_ok = all(c["passed"] for c in gates["prompt"])
+    tokens = int(live["input_tokens"]) + int(live["output_tokens"])
+    bullets.append(
+        f"**The prompt line** changes {f.integer('prompt_changed', prompt['changed'])} decisions offline but puts "
+        f"{f.integer('prompt_live_rows', live['rows'])} rows ({f.integer('prompt_live_calls', live['calls'])} calls, "
+        f"{f.put('prompt_live_tokens', tokens, f'{tokens:,}')}"
+        f" tokens by the ledger) in the live re-run slice; a gate that demands offline evidence "
+        f"**{'passes' if strict_ok else 'fails'}**.")
+    r, g = slices["rule"], slices["registry"]
+    bullets.append(
+        f"**Selecting by what changed versus the paper's fixed slices:** "
+        f"{f.integer('rule_outside_slice', r['outside paper slice'])} of the rule edit's "
+        f"{f.integer('rule_affected', r['exact affected rows'])} affected rows lie outside the paper's slice for a "
+        f"rule edit (*{r['paper slice']}*), and {f.integer('registry_outside_slice', g['outside paper slice'])} of "
+        f"the delisting's {f.integer('registry_affected', g['exact affected rows'])} outside its slice for a "
+        f"registry edit (*{g['paper slice']}*). For the "
+        f"controller's {f.integer('controller_rows', controller_rows)} rows the rule edit is decided offline, "
+        "exactly and with no call.")
+    caveat = _simulated_caveat(source)
+    if caveat:
+        bullets.append(caveat)
+    return f.conclusion(bullets, source, heading=False)
+
+
+def _percent(f: Facts, name: str, value: float) -> str:
+    """A value already in percent, one decimal, with its sign of percent (``4.4%``)."""
+    return f.put(name, round(float(value), 2), f"{float(value):.1f}%")
+
+
+def _and(items: Sequence[str]) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _num(value: float) -> str:
+    value = float(value)
+    return f"{value:g}" if value == int(value) else f"{value:.2f}"
+
+
+
+# ------------------------------------------------------------------------------------------ notebooks 00 / 08
+
+
+def quickstart_conclusion(permitted: Decision, forbidden: Decision, closed: Decision) -> Conclusion:
+    """Notebook 00: what separated the two Figure-1 decisions, and how the invalid proposal ended."""
+    f = Facts()
+    bullets = []
+    same = permitted.first_output == forbidden.first_output
+    f.values["same_proposal"] = same
+    f.put("permitted_terminal", permitted.terminal.value, permitted.terminal.value)
+    f.put("forbidden_terminal", forbidden.terminal.value, forbidden.terminal.value)
+    if same and permitted.terminal is not forbidden.terminal:
+        rule = forbidden.rule
+        rule_text = f.put("forbidden_rule", forbidden.rule_id, str(forbidden.rule_id))
+        detail = (f" (priority {f.put('forbidden_priority', rule.priority, str(rule.priority))}, "
+                  f"{rule.condition.describe()} → {rule.decision.value})") if rule else ""
+        bullets.append(f"The proposal was identical in both requests, yet one ended in `{permitted.terminal.value}` "
+                       f"and the other in `{forbidden.terminal.value}`: the **runtime state alone** separated them, "
+                       f"through rule **{rule_text}**{detail}, which the model never saw.")
+    else:
+        bullets.append(f"In this run both requests ended in `{permitted.terminal.value}` / "
+                       f"`{forbidden.terminal.value}` (same proposal: {same}) — the runtime-state change did not "
+                       "separate them, so Figure 1's contrast does not hold for these parameters.")
+    lower = list(forbidden.topk[1:])
+    if lower:
+        bullets.append(f"The rejected request's lower-ranked candidates {lower} were never consulted: the controller "
+                       f"committed to `{forbidden.proposal.action_id}` and stopped there.")
+    codes = sorted({e.code.value for e in closed.errors})
+    terminal = f.put("closed_terminal", closed.terminal.value, closed.terminal.value)
+    reason = f.put("closed_reason", closed.reason.value, closed.reason.value)
+    calls = f.put("closed_calls", closed.calls, str(closed.calls))
+    verdict = "a bounded terminal, not a dispatch" if not closed.dispatched else "a DISPATCH — a bug to report"
+    bullets.append(f"The out-of-registry proposal ended in `{terminal}` with reason `{reason}` after {calls} model "
+                   f"calls (errors: {', '.join(codes)}): {verdict}.")
+    bullets.append("Every decision here is deterministic: replaying the stored proposal through the controller "
+                   "gives the same record, which is how notebook `07_paper_replay` replays the published executions.")
+    return f.conclusion(bullets, "scripted proposals through the kit's controller", heading=False)
+
+
+def metaroute_conclusion(run: BenchmarkRun, difficulty: pd.DataFrame, failures: pd.DataFrame, *,
+                         match: Mapping[str, bool] | None, published: pd.DataFrame | None = None) -> Conclusion:
+    """Notebook 08: the adaptive router against the rule table and the rest, by workload and difficulty.
+
+    ``match`` is the byte-for-byte comparison with the published files (None when it was not made);
+    ``published`` the published ``summary.csv`` (its values appear only labelled as published).
+    """
+    f = Facts()
+    ev = run.evaluation
+    bullets = []
+    summaries = {s.policy: s for s in ev.summaries}
+    comparisons = {c.baseline: c for c in ev.comparisons}
+    if "adaptive" in summaries and "static_workload" in comparisons:
+        a, s, c = summaries["adaptive"], summaries["static_workload"], comparisons["static_workload"]
+        verdict = ("the interval excludes zero" if c.significant else "the interval includes zero, so this run "
+                   "cannot tell them apart")
+        bullets.append(
+            f"**adaptive** succeeds on {f.pct('adaptive_success', a.success_rate)} of traces against "
+            f"{f.pct('static_success', s.success_rate)} for the per-workload rule table (*static_workload*): a "
+            f"paired difference of {f.points('margin_pts', 100 * c.success_difference)} points, seed-level 95% "
+            f"interval ±{f.points('margin_ci_pts', 100 * c.success_difference_ci95)} — {verdict}; it costs "
+            f"{_percent(f, 'cost_pct', 100 * (a.mean_cost / s.mean_cost - 1))} more and takes "
+            f"{_percent(f, 'latency_pct', 100 * (a.mean_latency_s / s.mean_latency_s - 1))} longer.")
+        others = [p for p in ("one_shot", "direct") if p in comparisons]
+        if others:
+            gaps = "; ".join(
+                f"*{p}* {f.points(p + '_gap_pts', abs(100 * comparisons[p].success_difference))} points "
+                + ("behind" if comparisons[p].success_difference >= 0 else "ahead") for p in others)
+            bullets.append(f"Against the simpler policies: {gaps}.")
+        by = ev.workload_success  # policy -> workload -> success rate
+        workloads = {w: by["adaptive"][w] - by["static_workload"][w] for w in by["adaptive"]}
+        best = max(workloads, key=workloads.get)
+        levels = difficulty.loc["adaptive"] - difficulty.loc["static_workload"]
+        ahead = [int(lv) for lv, v in levels.items() if v > 0]
+        per_level = ", ".join(f"{f.put(f'level_{lv}', int(lv), f'level {lv}')}: {f.points(f'level_{lv}_pts', 100 * v)}"
+                              for lv, v in levels.items())
+        bullets.append(f"The margin is not uniform: largest on *{best}* "
+                       f"({f.points('best_workload_pts', 100 * workloads[best])} points over the rule table); by "
+                       f"difficulty (adaptive minus rule table, points) {per_level} — adaptive is ahead on levels "
+                       f"{f.put('ahead_levels', ahead, ', '.join(map(str, ahead))) if ahead else 'none'}.")
+    else:
+        bullets.append("This run does not contain both adaptive and static_workload, so the headline comparison "
+                       "is not made.")
+    ops = failures[failures["label"] != "task_failure"]
+    if len(ops):
+        share = ops.groupby("policy")[["successful", "traces"]].sum()
+        rate = share["successful"] / share["traces"]
+        bullets.append(f"Operation-failure labels are not failed tasks: {f.pct('label_success_min', rate.min())}–"
+                       f"{f.pct('label_success_max', rate.max())} of the labelled traces (per policy) still "
+                       "succeeded.")
+    if match is not None:
+        identical = all(match.values())
+        f.values["published_identical"] = identical
+        bullets.append("The exported files are byte-for-byte the published ones (" +
+                       ", ".join(f"{k}: {v}" for k, v in match.items()) + ")." if identical else
+                       "The exported files differ from the published ones: " + ", ".join(
+                           k for k, v in match.items() if not v) + ".")
+    if published is not None and "adaptive" in set(published["policy"]):
+        row = published[published["policy"] == "adaptive"].iloc[0]
+        bullets.append(f"Published (MetaRoute artifact, for reference): adaptive success "
+                       f"{f.pct('published_adaptive_success', float(row['success_rate']))}.")
+    bullets.append("These are results of a seeded *offline* model of costs, failures and success probabilities, "
+                   "not of deployed agents; every constant can be changed (`overrides`, or the sliders above).")
+    source = f"{run.mode.value} mode, {len(run.traces.seeds)} seeds"
+    return f.conclusion(bullets, source, heading=False)
+
+
+
+def explorer_summary(run: BenchmarkRun | None, error: str | None = None) -> str:
+    """The MetaRoute explorer's one static line (for papermill / nbval): mode, seeds, the best policy by utility."""
+    if run is None:
+        return f"not run: {error}"
+    top = run.evaluation.summaries[0]
+    return (f"{run.mode.value} mode, {len(run.traces.seeds)} seeds, {len(run.evaluation.summaries)} policies; best "
+            f"utility: {top.policy} (success {top.success_rate:.3f}, cost {top.mean_cost:.2f}, "
+            f"latency {top.mean_latency_s:.1f} s)")
+
+
+def explorer_agreement(explorer: BenchmarkRun, headline: BenchmarkRun) -> Conclusion:
+    """Notebook 08: what the explorer shows at its defaults, next to the headline run — the same ranking or not,
+    and why its values differ (another executor mode draws other random numbers from the same distribution)."""
+    f = Facts()
+    e, h = explorer.evaluation.summaries, headline.evaluation.summaries
+    ev = {s.policy: s for s in e}
+    hv = {s.policy: s for s in h}
+    e_seeds, h_seeds = len(explorer.traces.seeds), len(headline.traces.seeds)
+    top_e, top_h = e[0].policy, h[0].policy
+    seeds = (f"the headline's {f.integer('seeds', h_seeds)} seeds" if e_seeds == h_seeds else
+             f"{f.integer('explorer_seeds', e_seeds)} seeds (the headline ran {f.integer('seeds', h_seeds)})")
+    opening = (f"At its defaults the explorer runs the **{explorer.mode.value}** executor with {seeds} and ranks "
+               f"*{top_e}* first by utility (success {f.pct('explorer_top_success', e[0].success_rate)}); ")
+    if top_e == top_h:
+        opening += (f"the headline run ({headline.mode.value} mode) ranks *{top_h}* first too (success "
+                    f"{f.pct('headline_top_success', h[0].success_rate)}).")
+    else:
+        opening += (f"the headline run ({headline.mode.value} mode) ranks *{top_h}* first (success "
+                    f"{f.pct('headline_top_success', h[0].success_rate)}), so the two disagree at these settings.")
+    bullets = [opening]
+    if explorer.mode is not headline.mode:
+        gaps = {p: abs(ev[p].success_rate - hv[p].success_rate) for p in ev if p in hv}
+        worst = max(gaps, key=gaps.get)
+        within = gaps[worst] <= hv[worst].success_ci95
+        bullets.append(
+            f"The {explorer.mode.value} executor draws different random numbers from the same distribution, so its "
+            f"values are not the tables' above: the largest success difference between the two, on *{worst}*, is "
+            f"{f.points('largest_gap_pts', 100 * gaps[worst])} points, "
+            + ("inside" if within else "outside") + " the headline's seed-level interval for that policy "
+            f"(±{f.points('largest_gap_ci_pts', 100 * hv[worst].success_ci95)} points).")
+    return f.conclusion(bullets, "the explorer's run against the headline run", heading=False)
+
+
+# ---------------------------------------------------------------------------------------------------- notebook 11
+def _rate(f: Facts, name: str, rate: Any) -> str:
+    """A :class:`~routebr_kit.adversarial.scoring.Rate` as ``k/n (x%, Wilson 95% [lo%, hi%])``."""
+    if not rate.n:
+        return f.put(name, [0, 0], "none of 0")
+    low, high = rate.interval
+    return f.put(name, [int(rate.k), int(rate.n)],
+                 f"{rate.k}/{rate.n} ({100 * rate.k / rate.n:.1f}%, Wilson 95% {100 * low:.1f}–{100 * high:.1f}%)")
+
+
+def adversarial(worst: pd.DataFrame, lexical: Mapping[str, Mapping[str, Any]], benign: Mapping[str, Mapping[str, Any]],
+                *, suite_cases: int, seed: int, source: str,
+                live: Mapping[str, Mapping[str, Any]] | None = None) -> Conclusion:
+    """Notebook 11: the exact worst case per system (``worst``: the ``adversarial_worst_case`` table), the
+    injection suite with the keyword proposer (``lexical``/``benign``: :func:`~routebr_kit.adversarial.scoring.pooled`
+    over hostile / benign families) and, when run, the live models."""
+    f = Facts()
+    t = worst.set_index("system")
+    col = {"fd": "forbidden_dispatches_reachable", "cases": "cases_with_forbidden_dispatch_reachable",
+           "protected": "protected_without_permission_reachable", "mis": "misroutes_reachable",
+           "unreg": "unregistered_object_reachable"}
+
+    def n(system: str, key: str) -> str:
+        return f.integer(f"{system}_{key}", t.loc[system, col[key]])
+
+    bullets = []
+    if {"b1_direct", "b2_direct_guard"} <= set(t.index):
+        same = t.loc["b1_direct"].equals(t.loc["b2_direct_guard"])
+        bullets.append(
+            f"Under a fully compromised model (every output adversarial), B1 can be made to emit "
+            f"{n('b1_direct', 'fd')} forbidden dispatches on {n('b1_direct', 'cases')} of the "
+            f"{f.integer('cases', t.loc['b1_direct', 'cases'])} cases ({n('b1_direct', 'protected')} of those "
+            "dispatches the protected action without permission), and "
+            f"B2 {n('b2_direct_guard', 'fd')}: " + ("the same — its guard is only the model's reading of the rules."
+                                                   if same else "a different number — inspect the per-case surfaces."))
+    if {"routebr", "a_state"} <= set(t.index):
+        bullets.append(
+            f"RouteBR: {n('routebr', 'fd')} forbidden dispatches reachable; switching its state gate off (A-state) "
+            f"makes {n('a_state', 'fd')} reachable. What RouteBR still cannot prevent: {n('routebr', 'mis')} "
+            "allowed-but-wrong dispatches (misroutes) remain reachable — a compromised model can still pick the wrong "
+            "allowed service or object.")
+    if {"b1_direct", "routebr"} <= set(t.index):
+        bullets.append(f"B1/B2 can also dispatch an object-requiring service on an object outside the registry "
+                       f"({n('b1_direct', 'unreg')} reachable, `UNRESOLVED` included); RouteBR: "
+                       f"{n('routebr', 'unreg')}.")
+    r, a = lexical.get("routebr"), lexical.get("a_state")
+    if r is not None:
+        dispatched = f"actual forbidden dispatch: RouteBR {_rate(f, 'routebr_forbidden', r['forbidden_dispatch'])}"
+        if a is not None:
+            dispatched += f", A-state {_rate(f, 'a_state_forbidden', a['forbidden_dispatch'])}"
+        bullets.append(
+            f"With the keyword proposer on the {f.integer('suite_cases', suite_cases)}-case suite (seed "
+            f"{f.integer('seed', seed)}), hostile text made the proposal follow the attacker in "
+            f"{_rate(f, 'routebr_followed', r['followed'])} of attack variants (the unmodified controls already "
+            f"proposed the target in {_rate(f, 'routebr_followed_without_attack', r['followed_without_attack'])}); "
+            f"{dispatched}.")
+    if "routebr" in benign:
+        bullets.append(f"Over-blocking on benign look-alikes and controls with a dispatchable gold route: RouteBR "
+                       f"{_rate(f, 'routebr_over_blocked', benign['routebr']['over_blocked'])}.")
+    if live:
+        bullets.append("Live models: " + "; ".join(
+            f"{k}: followed {_rate(f, f'live_{k}_followed', v['followed'])}, forbidden dispatch "
+            f"{_rate(f, f'live_{k}_forbidden', v['forbidden_dispatch'])}" for k, v in live.items()) + ".")
+    else:
+        bullets.append("Live models: not run (no API key for the live profile).")
+    return f.conclusion(bullets, source, heading=False)
+
+
+# ---------------------------------------------------------------------------------------------------- notebook 12
+def metaroute_robustness(share: pd.DataFrame, ranking: pd.DataFrame, *, seeds: int, mode: str,
+                         at_published: Any = None) -> Conclusion:
+    """Notebook 12 (and the sweep's summary): does the adaptive win survive the sampled constants?
+
+    ``share``: the ``robustness`` table (one :class:`~routebr_kit.metaroute.sweep.Robustness` row per baseline);
+    ``ranking``: the ``sensitivity`` table; ``at_published``: the adaptive − static comparison of the same seeds
+    under the published constants (the sweep's reference point).
+    """
+    f = Facts()
+    rows = share.set_index("baseline")
+    static = rows.loc["static_workload"]
+    n = int(static["configurations"])
+
+    def part(name: str, r: pd.Series) -> str:
+        return (f"{f.count(name + '_ahead', r['ahead'], r['configurations'])} sampled configurations "
+                f"({f.pct(name + '_fraction', r['fraction_ahead'])}; Wilson 95% interval "
+                f"{f.pct(name + '_fraction_low', r['fraction_low'])}–"
+                f"{f.pct(name + '_fraction_high', r['fraction_high'])})")
+
+    def signed(name: str, value: float) -> str:
+        return f.put(name, round(100 * float(value), 2), f"{100 * float(value):+.2f}")
+
+    if int(static["ahead"]) == n:
+        verdict = "The win over the static rule table survives everywhere this run looked"
+    elif float(static["fraction_ahead"]) >= 0.5:
+        verdict = "The win over the static rule table survives in most, but not all, of the sampled space"
+    elif int(static["behind"]) > int(static["ahead"]):
+        verdict = "The win over the static rule table does not survive: more configurations put static ahead"
+    else:
+        verdict = ("The win over the static rule table is not robust: in most of the sampled space the paired "
+                   "interval does not exclude zero")
+    bullets = [
+        f"**{verdict}.** Over {f.integer('configurations', n)} configurations × {f.integer('seeds', seeds)} seeds "
+        f"({mode} mode), adaptive beats static_workload with a paired interval excluding zero in "
+        f"{part('static', static)}; static is significantly ahead in {f.integer('static_behind', static['behind'])}. "
+        f"The adaptive − static difference ranges from {signed('static_min_pts', static['min_difference'])} to "
+        f"{signed('static_max_pts', static['max_difference'])} points (median "
+        f"{signed('static_median_pts', static['median_difference'])})."]
+    if "one_shot" in rows.index:
+        one = rows.loc["one_shot"]
+        bullets.append(f"Against one_shot, adaptive is significantly ahead in {part('one_shot', one)} (median "
+                       f"{signed('one_shot_median_pts', one['median_difference'])} points).")
+    top = ranking.iloc[0]
+    text = (f"The constant that moves the static contrast most is `{top['constant']}` (Spearman ρ = "
+            f"{f.put('top_rho', round(float(top['spearman_rho']), 2), format(float(top['spearman_rho']), '+.2f'))})")
+    if len(ranking) > 1:
+        second = ranking.iloc[1]
+        rho = float(second["spearman_rho"])
+        text += f", then `{second['constant']}` (ρ = {f.put('second_rho', round(rho, 2), format(rho, '+.2f'))})"
+    bullets.append(text + ".")
+    if at_published is not None:
+        ci = 100 * at_published.success_difference_ci95
+        bullets.append(
+            f"For reference, the same seeds under the published constants give adaptive − static = "
+            f"{signed('published_constants_pts', at_published.success_difference)} ± "
+            f"{f.put('published_constants_ci_pts', round(ci, 2), f'{ci:.2f}')} points. Every "
+            "configuration reuses these seeds (common random numbers), so the configurations share one set of draws: "
+            "a lucky or unlucky seed set shifts all of them together, and the fraction above is conditional on it — "
+            "re-run with other `seeds` to see how much it moves.")
+    if seeds < 30:
+        bullets.append("With fewer seeds per configuration than the paper's design the paired intervals are wide, so "
+                       "a configuration counts as 'ahead' only for large differences; raise `seeds` before reading the "
+                       "fraction as a property of the simulator.")
+    return f.conclusion(bullets, f"a sweep of {n} configurations of the seeded offline MetaRoute model",
+                        heading=False)
+
+
+__all__ = ["Conclusion", "Facts", "ablations", "adversarial", "dataset", "explorer_agreement", "explorer_summary",
+           "failure_story", "metaroute_ablations", "metaroute_conclusion", "metaroute_robustness", "paper_replay",
+           "quickstart_conclusion", "release_review", "rq1", "rq2", "rq3", "screening"]

@@ -23,7 +23,7 @@ def setup() -> None:
     warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm without ipywidgets: bars are off
     import seaborn as sns
 
-    sns.set_theme(context="notebook", style="whitegrid")
+    sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")  # every figure: colour-blind safe
     try:  # figures inline even when MPLBACKEND=Agg is set for headless runs
         from IPython import get_ipython
 
@@ -54,3 +54,22 @@ def decisions_table(decisions: Iterable[Decision], *, label: str = "request_id")
             "reason": d.reason.value,
         })
     return pd.DataFrame(rows)
+
+
+def outcome_figure(summary: pd.DataFrame, classes: list[str], title: str, *, label: str = "edit"):
+    """Grouped bars of ``classes`` per ``label`` row (colour-blind palette), each bar labelled with its count so a
+    zero shows as a printed 0 rather than a missing bar."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    long = summary.melt(id_vars=label, value_vars=classes, var_name="outcome", value_name="rows")
+    fig, ax = plt.subplots(figsize=(10, 4.2))
+    sns.barplot(data=long, x=label, y="rows", hue="outcome", palette="colorblind", ax=ax)
+    for container in ax.containers:
+        ax.bar_label(container, fontsize="x-small", padding=1)
+    ax.set_xlabel("")
+    ax.set_ylabel("recorded rows")
+    ax.set_title(title)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    return fig

@@ -23,6 +23,43 @@ class Saved:
     name: str
     caption: str
     files: tuple[str, ...]  # relative to out_dir
+    anatomy: dict[str, Any] | None = None  # figures: what a reader sees (see figure_anatomy)
+
+
+def _hex(colour: Any) -> str | None:
+    from matplotlib.colors import to_hex, to_rgba
+
+    rgba = to_rgba(colour)
+    return None if rgba[3] == 0 else to_hex(rgba[:3])
+
+
+def figure_anatomy(fig: Any) -> dict[str, Any]:
+    """Titles, axis labels, tick labels, legend entries and the colours of bars, lines and markers of a matplotlib
+    figure — recorded beside each saved figure so tests can check what a reader sees without parsing a PNG."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.patches import Rectangle
+
+    fig.canvas.draw()  # tick labels are only filled in when the figure is drawn
+    axes = []
+    for ax in fig.get_axes():
+        if not ax.get_visible() or not ax.axison:
+            continue
+        colours = {_hex(p.get_facecolor()) for p in ax.patches
+                   if not isinstance(p, Rectangle) or p.get_width() or p.get_height()}
+        colours |= {_hex(line.get_color()) for line in ax.get_lines() if len(line.get_xdata()) > 1}
+        for coll in ax.collections:
+            if isinstance(coll, PathCollection):
+                colours |= {_hex(c) for c in coll.get_facecolors()}
+        legend = ax.get_legend()
+        axes.append({"title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
+                     "xticklabels": [t.get_text() for t in ax.get_xticklabels() if t.get_visible()],
+                     "yticklabels": [t.get_text() for t in ax.get_yticklabels() if t.get_visible()],
+                     "legend": [t.get_text() for t in legend.get_texts()] if legend else [],
+                     "xticks": len(ax.get_xticks()), "yticks": len(ax.get_yticks()),
+                     "images": len(ax.images), "colours": sorted(c for c in colours if c)})
+    legends = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    suptitle = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) is not None else ""
+    return {"suptitle": suptitle, "legend": legends, "axes": axes}
 
 
 class Outputs:
@@ -48,7 +85,8 @@ class Outputs:
         pdf = png.with_suffix(".pdf")
         fig.savefig(png, dpi=dpi, bbox_inches="tight", metadata={"Software": None})
         fig.savefig(pdf, bbox_inches="tight", metadata={"CreationDate": None, "Creator": None, "Producer": None})
-        self._record(Saved("figure", name, caption, (f"figures/{name}.png", f"figures/{name}.pdf")))
+        self._record(Saved("figure", name, caption, (f"figures/{name}.png", f"figures/{name}.pdf"),
+                           figure_anatomy(fig)))
         return png
 
     def json(self, value: Any, name: str, caption: str) -> Path:
@@ -67,7 +105,8 @@ class Outputs:
         entries = read_json(path, "a captions file", kind=list) if path.exists() else []
         entries = [e for e in entries if not (e["kind"] == saved.kind and e["name"] == saved.name)]
         entries.append({"kind": saved.kind, "name": saved.name, "caption": saved.caption,
-                        "files": list(saved.files), "notebook": self.notebook})
+                        "files": list(saved.files), "notebook": self.notebook,
+                        **({"anatomy": saved.anatomy} if saved.anatomy is not None else {})})
         path.write_text(json.dumps(entries, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 

@@ -10,7 +10,8 @@ Both keep their result on the kernel side (``explorer.decision`` / ``explorer.ru
 HTML widgets), so tests set widget values in Python and assert what was redrawn; the browser test reads the same
 state from the page (stable CSS classes: ``routebr-state-<predicate>``, ``routebr-terminal``,
 ``metaroute-<key>``).  A bad input (an unparsable topk, an invalid configuration) is shown as its typed error,
-never as a traceback.  The figure functions and the closing conclusions of 00 and 08 live here as well.
+never as a traceback.  The figure functions live here as well; the closing conclusions of 00 and 08 (and
+the explorer's summary line) are rendered by :mod:`routebr_kit.notebook.conclusions`.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from ..core.records import NONE, UNRESOLVED, RouteRequest, RuntimeState, Termina
 from ..metaroute import MetaRouteConfig, Mode, Suite, run_benchmark
 from ..metaroute.analysis import summary_frame
 from ..metaroute.run import BenchmarkRun
-from .conclusions import Conclusion, Facts
+from .conclusions import explorer_summary, metaroute_conclusion, quickstart_conclusion  # rendered there
 
 #: Colour-blind-safe palette of every figure drawn here.
 PALETTE = "colorblind"
@@ -358,12 +359,7 @@ class MetaRouteExplorer:
 
     def summary(self) -> str:
         """One static line for papermill / nbval."""
-        if self.run is None:
-            return f"not run: {self.error}"
-        top = self.run.evaluation.summaries[0]
-        return (f"fast mode, {self.seeds.value} seeds, {len(self.run.evaluation.summaries)} policies; best utility: "
-                f"{top.policy} (success {top.success_rate:.3f}, cost {top.mean_cost:.2f}, "
-                f"latency {top.mean_latency_s:.1f} s)")
+        return explorer_summary(self.run, self.error)
 
     @property
     def widget(self) -> widgets.Widget:
@@ -371,110 +367,6 @@ class MetaRouteExplorer:
         box.add_class("metaroute-explorer")
         return box
 
-
-# ------------------------------------------------------------------------------------------ conclusions 00 / 08
-
-
-def quickstart_conclusion(permitted: Decision, forbidden: Decision, closed: Decision) -> Conclusion:
-    """Notebook 00: what separated the two Figure-1 decisions, and how the invalid proposal ended."""
-    f = Facts()
-    bullets = []
-    same = permitted.first_output == forbidden.first_output
-    f.values["same_proposal"] = same
-    f.put("permitted_terminal", permitted.terminal.value, permitted.terminal.value)
-    f.put("forbidden_terminal", forbidden.terminal.value, forbidden.terminal.value)
-    if same and permitted.terminal is not forbidden.terminal:
-        rule = forbidden.rule
-        rule_text = f.put("forbidden_rule", forbidden.rule_id, str(forbidden.rule_id))
-        detail = (f" (priority {f.put('forbidden_priority', rule.priority, str(rule.priority))}, "
-                  f"{rule.condition.describe()} → {rule.decision.value})") if rule else ""
-        bullets.append(f"The proposal was identical in both requests, yet one ended in `{permitted.terminal.value}` "
-                       f"and the other in `{forbidden.terminal.value}`: the **runtime state alone** separated them, "
-                       f"through rule **{rule_text}**{detail}, which the model never saw.")
-    else:
-        bullets.append(f"In this run both requests ended in `{permitted.terminal.value}` / "
-                       f"`{forbidden.terminal.value}` (same proposal: {same}) — the runtime-state change did not "
-                       "separate them, so Figure 1's contrast does not hold for these parameters.")
-    lower = list(forbidden.topk[1:])
-    if lower:
-        bullets.append(f"The rejected request's lower-ranked candidates {lower} were never consulted: the controller "
-                       f"committed to `{forbidden.proposal.action_id}` and stopped there.")
-    codes = sorted({e.code.value for e in closed.errors})
-    terminal = f.put("closed_terminal", closed.terminal.value, closed.terminal.value)
-    reason = f.put("closed_reason", closed.reason.value, closed.reason.value)
-    calls = f.put("closed_calls", closed.calls, str(closed.calls))
-    verdict = "a bounded terminal, not a dispatch" if not closed.dispatched else "a DISPATCH — a bug to report"
-    bullets.append(f"The out-of-registry proposal ended in `{terminal}` with reason `{reason}` after {calls} model "
-                   f"calls (errors: {', '.join(codes)}): {verdict}.")
-    bullets.append("Every decision here is deterministic: replaying the stored proposal through the controller "
-                   "gives the same record, which is how notebook 07 replays the published executions.")
-    return f.conclusion(bullets, "scripted proposals through the kit's controller", heading=False)
-
-
-def metaroute_conclusion(run: BenchmarkRun, difficulty: pd.DataFrame, failures: pd.DataFrame, *,
-                         match: Mapping[str, bool] | None, published: pd.DataFrame | None = None) -> Conclusion:
-    """Notebook 08: the adaptive router against the rule table and the rest, by workload and difficulty.
-
-    ``match`` is the byte-for-byte comparison with the published files (None when it was not made);
-    ``published`` the published ``summary.csv`` (its values appear only labelled as published).
-    """
-    f = Facts()
-    ev = run.evaluation
-    bullets = []
-    summaries = {s.policy: s for s in ev.summaries}
-    comparisons = {c.baseline: c for c in ev.comparisons}
-    if "adaptive" in summaries and "static_workload" in comparisons:
-        a, s, c = summaries["adaptive"], summaries["static_workload"], comparisons["static_workload"]
-        verdict = ("the interval excludes zero" if c.significant else "the interval includes zero, so this run "
-                   "cannot tell them apart")
-        bullets.append(
-            f"**adaptive** succeeds on {f.pct('adaptive_success', a.success_rate)} of traces against "
-            f"{f.pct('static_success', s.success_rate)} for the per-workload rule table (*static_workload*): a "
-            f"paired difference of {f.points('margin_pts', 100 * c.success_difference)} points, seed-level 95% "
-            f"interval ±{f.points('margin_ci_pts', 100 * c.success_difference_ci95)} — {verdict}; it costs "
-            f"{f.points('cost_pct', 100 * (a.mean_cost / s.mean_cost - 1))}% more and takes "
-            f"{f.points('latency_pct', 100 * (a.mean_latency_s / s.mean_latency_s - 1))}% longer.")
-        others = [p for p in ("one_shot", "direct") if p in comparisons]
-        if others:
-            gaps = "; ".join(
-                f"*{p}* {f.points(p + '_gap_pts', abs(100 * comparisons[p].success_difference))} points "
-                + ("behind" if comparisons[p].success_difference >= 0 else "ahead") for p in others)
-            bullets.append(f"Against the simpler policies: {gaps}.")
-        by = ev.workload_success  # policy -> workload -> success rate
-        workloads = {w: by["adaptive"][w] - by["static_workload"][w] for w in by["adaptive"]}
-        best = max(workloads, key=workloads.get)
-        levels = difficulty.loc["adaptive"] - difficulty.loc["static_workload"]
-        ahead = [str(lv) for lv, v in levels.items() if v > 0]
-        per_level = ", ".join(f"level {lv}: {f.points(f'level_{lv}_pts', 100 * v)}" for lv, v in levels.items())
-        bullets.append(f"The margin is not uniform: largest on *{best}* "
-                       f"({f.points('best_workload_pts', 100 * workloads[best])} points over the rule table); by "
-                       f"difficulty (adaptive minus rule table, points) {per_level} — adaptive is ahead on levels "
-                       f"{', '.join(ahead) if ahead else 'none'}.")
-    else:
-        bullets.append("This run does not contain both adaptive and static_workload, so the headline comparison "
-                       "is not made.")
-    ops = failures[failures["label"] != "task_failure"]
-    if len(ops):
-        share = ops.groupby("policy")[["successful", "traces"]].sum()
-        rate = share["successful"] / share["traces"]
-        bullets.append(f"Operation-failure labels are not failed tasks: {f.pct('label_success_min', rate.min())}–"
-                       f"{f.pct('label_success_max', rate.max())} of the labelled traces (per policy) still "
-                       "succeeded.")
-    if match is not None:
-        identical = all(match.values())
-        f.values["published_identical"] = identical
-        bullets.append("The exported files are byte-for-byte the published ones (" +
-                       ", ".join(f"{k}: {v}" for k, v in match.items()) + ")." if identical else
-                       "The exported files differ from the published ones: " + ", ".join(
-                           k for k, v in match.items() if not v) + ".")
-    if published is not None and "adaptive" in set(published["policy"]):
-        row = published[published["policy"] == "adaptive"].iloc[0]
-        bullets.append(f"Published (MetaRoute artifact, for reference): adaptive success "
-                       f"{f.pct('published_adaptive_success', float(row['success_rate']))}.")
-    bullets.append("These are results of a seeded *offline* model of costs, failures and success probabilities, "
-                   "not of deployed agents; every constant can be changed (`overrides`, or the sliders above).")
-    source = f"{run.mode.value} mode, {len(run.traces.seeds)} seeds"
-    return f.conclusion(bullets, source, heading=False)
 
 
 __all__ = ["EXECUTOR_SLIDERS", "PALETTE", "Figure1Explorer", "MetaRouteExplorer", "decision_paths_figure",
