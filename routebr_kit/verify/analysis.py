@@ -400,10 +400,8 @@ def _redundant(release: Release, r: Rule, live: Sequence[str], state_schema: Sta
         # some state is admitted by exactly one of the two programs, and its reason code changes — to or from
         # FAIL_CLOSED_INVALID_STATE.  (Every schema admits some state: each field admits some value.)
         return False, "its removal changes the runtime-state schema"
-    m = release.manager
     for action in live:
-        diagram = release.removal_diagram(action)
-        if any(leaf != FAIL and leaf[0] == r.rule_id and leaf[1] for leaf in m.leaves(diagram)):
+        if r.rule_id in release.changing_winners(action):
             return False, ""
     return True, "never the first match" if not live else "the next rule decides alike on its region"
 
