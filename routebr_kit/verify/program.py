@@ -207,6 +207,8 @@ class Release:
         self.diagrams: dict[str, int] = {a: self._compile(a) for a in self.actions}
         self._outcomes: dict[tuple[str, ObjectClass, Hashable], Outcome] = {}
         self._states: dict[tuple[str, Hashable], dict[str, Any]] = {}
+        self._points: dict[str, dict[Hashable, list[int | None]]] = {}
+        self._preference: list[list[int]] | None = None
 
     # ---- compilation
     def chain(self, action: str) -> list[Rule]:
@@ -259,7 +261,7 @@ class Release:
             found = memo.get(key)
             if found is not None:
                 return found
-            alive = canonical(alive, level, 1)
+            alive = pruned(alive, level, 1)
             found = memo.get((level, alive))
             if found is not None:
                 memo[key] = found
@@ -285,8 +287,8 @@ class Release:
             memo[key] = memo[key2] = out
             return out
 
-        canonical = c.canonical
-        return rec(0, c.alive)
+        pruned = c.pruned
+        return rec(0, c.canonical(c.alive, 0, 1))
 
     def extended_chain(self, action: str) -> list[Rule]:
         """The chain plus the rules after its unconditional end, up to the next unconditional one: the rules that
@@ -326,7 +328,7 @@ class Release:
             viable[lv] = viable[lv + 1] and bool(valid[lv])
         known = [0]  # rules already shown to change: a path deciding for one of them needs no further search
         memo: dict[tuple[int, int, int], int] = {}
-        canonical = c.canonical
+        pruned, canonical = c.pruned, c.canonical
 
         def rec(level: int, alive: int, first: int) -> int:
             """The changing winners among the admitted states below (``first``: the rule that matched, -1 if none;
@@ -337,7 +339,7 @@ class Release:
                 return found
             if first >= 0 and known[0] >> first & 1:
                 return 1 << first
-            alive = canonical(alive, level, 2 if first < 0 else 1)
+            alive = pruned(alive, level, 2 if first < 0 else 1)
             key2 = (level, alive, first)
             found = memo.get(key2)
             if found is not None:
@@ -353,7 +355,7 @@ class Release:
                     if first >= 0:
                         out = (1 << first) if viable[level] and decision_of[head] is not decision_of[first] else 0
                         break
-                    first, alive = head, alive & (alive - 1)
+                    first, alive = head, canonical(alive & (alive - 1), level, 1)
                     if known[0] >> first & 1:
                         out = 1 << first
                         break
@@ -383,7 +385,7 @@ class Release:
             memo[key] = memo[key2] = out
             return out
 
-        winners = rec(0, c.alive, -1)
+        winners = rec(0, canonical(c.alive, 0, 2), -1)
         result = frozenset(c.ids[k] for k in range(len(rules)) if winners >> k & 1)
         self._changing[action] = result
         return result
@@ -405,6 +407,11 @@ class Release:
     # ---- outcomes
     def preference(self) -> list[list[int]]:
         """Per level, the values tried first for witnesses: the ones this release admits, in domain order."""
+        if self._preference is None:
+            self._preference = self._prefer()
+        return self._preference
+
+    def _prefer(self) -> list[list[int]]:
         return [sorted(range(size), key=lambda v, lv=lv: (v not in self.valid[lv], v))
                 for lv, size in enumerate(self.manager.sizes)]
 
@@ -416,10 +423,12 @@ class Release:
         key = (action, leaf)
         if key not in self._states:
             prefer = self.preference()
-            found = self.manager.find(self.diagrams[action], lambda v: v == leaf, prefer)
-            if found is None:
+            points = self._points.get(action)
+            if points is None:
+                points = self._points[action] = self.manager.find_all(self.diagrams[action], prefer)
+            if leaf not in points:
                 raise KeyError(leaf)
-            self._states[key] = self.space.concretize(self.complete(found[0], prefer))
+            self._states[key] = self.space.concretize(self.complete(points[leaf], prefer))
         return self._states[key]
 
     def outcome(self, action: str, cls: ObjectClass, leaf: Hashable, registries: Sequence[Registry | None] = ()
@@ -489,7 +498,8 @@ class _Chain:
     it (``done``) and, per value, the rules that value does not exclude (``compat``); the last constrained level
     of each rule, and the admitted values per level."""
 
-    __slots__ = ("ids", "cubes", "alive", "last", "constrained", "done", "compat", "valid", "invalid", "dominated")
+    __slots__ = ("ids", "cubes", "alive", "last", "constrained", "done", "compat", "valid", "invalid", "dominated",
+                 "gains")
 
     def __init__(self, rules: Sequence[Rule], space: Space, sizes: Sequence[int],
                  valid: Mapping[int, frozenset[int]]) -> None:
@@ -522,6 +532,7 @@ class _Chain:
         # admit — once both are still possible at ``level``, k can match only where j matches too.
         n = len(rules)
         dominated = [[0] * n for _ in range(depth + 1)]
+        gains = [0] * (depth + 1)  # gains[level]: the rules some rule starts to dominate at ``level``
         residual = [None if cube is None else {lv: allowed & valid[lv] for lv, allowed in cube.items()}
                     for cube in self.cubes]
         for k in range(n):
@@ -540,15 +551,28 @@ class _Chain:
                 start[since] |= 1 << j
             acc = 0
             for level in range(depth + 1):
-                acc |= start[level]
+                if start[level]:
+                    acc |= start[level]
+                    gains[level] |= 1 << k
                 dominated[level][k] = acc
         self.dominated = dominated
+        self.gains = gains
 
     def canonical(self, alive: int, level: int, needed: int) -> int:
         """``alive`` without the rules dominated (see ``dominated``) by at least ``needed`` other rules of it: the
         first match (``needed`` 1), or the first two (``needed`` 2), never fall on them."""
+        return self._without_dominated(alive, alive, level, needed)
+
+    def pruned(self, alive: int, level: int, needed: int) -> int:
+        """:meth:`canonical` of a subset of a set canonical one level up (the walks step down one level at a time):
+        only the rules that gain a dominator at ``level`` can be newly dominated — domination, once it starts at
+        a level, holds at every level below, and a rule dominated by a dropped rule is dominated by what dropped
+        it.  (Either way only rules that cannot decide are dropped: any subset of the drops is sound.)"""
+        return self._without_dominated(alive, alive & self.gains[level], level, needed)
+
+    def _without_dominated(self, alive: int, candidates: int, level: int, needed: int) -> int:
         row = self.dominated[level]
-        out, rest = alive, alive
+        out, rest = alive, candidates
         while rest:
             low = rest & -rest
             rest ^= low
