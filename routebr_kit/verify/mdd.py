@@ -21,7 +21,8 @@ Cube = Mapping[int, frozenset[int]]
 class Manager:
     """The node store of diagrams over variables of the given domain sizes."""
 
-    __slots__ = ("sizes", "depth", "_level", "_children", "_unique", "_leaf", "_value", "_leaves_memo", "_groups")
+    __slots__ = ("sizes", "depth", "_level", "_children", "_unique", "_leaf", "_value", "_leaves_memo", "_groups",
+                 "cache")
 
     def __init__(self, sizes: Sequence[int]) -> None:
         self.sizes = tuple(sizes)
@@ -33,6 +34,8 @@ class Manager:
         self._value: dict[int, Hashable] = {}
         self._leaves_memo: dict[int, frozenset] = {}
         self._groups: dict[int, tuple[tuple[int, frozenset[int]], ...]] = {}  # node -> (child, its values)
+        #: For clients: results that are functions of node ids of this manager (e.g. a compiled rule chain).
+        self.cache: dict[Hashable, Any] = {}
 
     # ---- construction
     def leaf(self, value: Hashable) -> int:
@@ -105,6 +108,8 @@ class Manager:
 
     def apply(self, fn: Callable[[Any, Any], Hashable], a: int, b: int) -> int:
         """The diagram of ``fn(leaf of a, leaf of b)`` state by state."""
+        if a == b:  # (one diagram against itself: one walk)
+            return self.map(lambda v: fn(v, v), a)
         memo: dict[tuple[int, int], int] = {}
         level_of, kids = self._level, self._children
 

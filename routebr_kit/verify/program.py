@@ -223,8 +223,8 @@ class Release:
             self._chains[action] = rules
         return self._chains[action]
 
-    def _compiled(self, rules: Sequence[Rule]) -> _Chain:
-        return _Chain(rules, self.space, self.manager.sizes, self.valid)
+    def _compiled(self, rules: Sequence[Rule], dominance: bool = False) -> _Chain:
+        return _Chain(rules, self.space, self.manager.sizes, self.valid, dominance)
 
     def _tail(self, level: int, leaf: int) -> int:
         """``leaf`` where every variable from ``level`` on takes an admitted value, :data:`FAIL` elsewhere: once a
@@ -248,9 +248,20 @@ class Release:
         Built top-down, level by level: a path keeps the rules still possible (every constraint above it holds) as
         a bit set (bit ``k``: the ``k``-th rule) and ends at the first rule with no constraint left — the first
         match.  Rules after a satisfied one are dropped, since they can no longer match first.  Sub-diagrams are
-        memoised on (level, rules still possible)."""
-        c = self._compiled(rules)
+        memoised on (level, rules still possible), after dropping the rules another one still possible dominates
+        from that level on (:meth:`_Chain.pruned`), so that paths differing only in rules that can no longer win
+        share one sub-diagram."""
         m, fail, sizes = self.manager, self._fail, self.manager.sizes
+        # The diagram is a function of the rule IDs, their cubes and the admitted values only (not of decisions):
+        # releases compiled in one manager (a base and its candidate) share it.
+        cubes = [self.space.cube(r.condition) for r in rules]
+        shared = ("chain", tuple((r.rule_id, None if cube is None else tuple(sorted(cube.items())))
+                                 for r, cube in zip(rules, cubes)),
+                  tuple(self.valid[lv] for lv in range(m.depth)))
+        found = m.cache.get(shared)
+        if found is not None:
+            return found
+        c = self._compiled(rules, dominance=True)
         last, done, constrained, compat, valid, invalid = c.last, c.done, c.constrained, c.compat, c.valid, c.invalid
         leaves = [m.leaf(i) for i in c.ids]
         tail, node = self._tail, m.node
@@ -288,7 +299,8 @@ class Release:
             return out
 
         pruned = c.pruned
-        return rec(0, c.canonical(c.alive, 0, 1))
+        out = m.cache[shared] = rec(0, c.canonical(c.alive, 0, 1))
+        return out
 
     def extended_chain(self, action: str) -> list[Rule]:
         """The chain plus the rules after its unconditional end, up to the next unconditional one: the rules that
@@ -328,7 +340,6 @@ class Release:
             viable[lv] = viable[lv + 1] and bool(valid[lv])
         known = [0]  # rules already shown to change: a path deciding for one of them needs no further search
         memo: dict[tuple[int, int, int], int] = {}
-        pruned, canonical = c.pruned, c.canonical
 
         def rec(level: int, alive: int, first: int) -> int:
             """The changing winners among the admitted states below (``first``: the rule that matched, -1 if none;
@@ -339,12 +350,6 @@ class Release:
                 return found
             if first >= 0 and known[0] >> first & 1:
                 return 1 << first
-            alive = pruned(alive, level, 2 if first < 0 else 1)
-            key2 = (level, alive, first)
-            found = memo.get(key2)
-            if found is not None:
-                memo[key] = found
-                return found
             out = -1
             while out < 0:
                 if not alive:
@@ -355,7 +360,7 @@ class Release:
                     if first >= 0:
                         out = (1 << first) if viable[level] and decision_of[head] is not decision_of[first] else 0
                         break
-                    first, alive = head, canonical(alive & (alive - 1), level, 1)
+                    first, alive = head, alive & (alive - 1)
                     if known[0] >> first & 1:
                         out = 1 << first
                         break
@@ -382,10 +387,10 @@ class Release:
                         break
             if out:
                 known[0] |= out
-            memo[key] = memo[key2] = out
+            memo[key] = out
             return out
 
-        winners = rec(0, canonical(c.alive, 0, 2), -1)
+        winners = rec(0, c.alive, -1)
         result = frozenset(c.ids[k] for k in range(len(rules)) if winners >> k & 1)
         self._changing[action] = result
         return result
@@ -502,7 +507,7 @@ class _Chain:
                  "gains")
 
     def __init__(self, rules: Sequence[Rule], space: Space, sizes: Sequence[int],
-                 valid: Mapping[int, frozenset[int]]) -> None:
+                 valid: Mapping[int, frozenset[int]], dominance: bool = False) -> None:
         self.ids = [r.rule_id for r in rules]
         self.cubes = [space.cube(r.condition) for r in rules]
         depth = len(sizes)
@@ -528,9 +533,15 @@ class _Chain:
                      for level in range(depth + 1)]
         self.valid = [sorted(valid[lv]) for lv in range(depth)]
         self.invalid = [frozenset(range(size)) - valid[lv] for lv, size in enumerate(sizes)]
+        self.dominated: list[list[int]] = []
+        self.gains: list[int] = []
+        if dominance:
+            self._dominance(valid, depth)
+
+    def _dominance(self, valid: Mapping[int, frozenset[int]], depth: int) -> None:
         # dominated[level][k]: the earlier rules j whose constraints from ``level`` on admit every admitted value k's
         # admit — once both are still possible at ``level``, k can match only where j matches too.
-        n = len(rules)
+        n = len(self.ids)
         dominated = [[0] * n for _ in range(depth + 1)]
         gains = [0] * (depth + 1)  # gains[level]: the rules some rule starts to dominate at ``level``
         residual = [None if cube is None else {lv: allowed & valid[lv] for lv, allowed in cube.items()}
