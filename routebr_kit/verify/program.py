@@ -324,7 +324,10 @@ class Release:
         A memoised top-down search over the extended chain, the walk of :meth:`chain_diagram` carried on past the
         first match to the first later match: once the first match is fixed the question is whether *some*
         admitted extension reaches a later match of another decision, so the search stops at the first such path
-        (and at once for a rule already known to change).  No diagram is built: the answer is a set of rules."""
+        (and at once for a rule already known to change).  Before the first match the rules after the *second*
+        satisfied one are dropped (the first two matches come before it), after it those after the first.  No
+        diagram is built: the answer is a set of rules.  (``tests/test_verify_fast.py`` checks it against
+        rebuilding the chain without each rule.)"""
         found = self._changing.get(action)
         if found is not None:
             return found
@@ -366,6 +369,8 @@ class Release:
                         break
                     continue
                 sure = alive & done[level]
+                if first < 0 and sure:  # the first two matches come at or before the second satisfied rule
+                    sure ^= sure & -sure
                 if sure:
                     alive &= ((sure & -sure) << 1) - 1
                     if first >= 0:  # a later match is certain: is it different?
