@@ -351,8 +351,11 @@ class Release:
             found = memo.get(key)
             if found is not None:
                 return found
-            if first >= 0 and known[0] >> first & 1:
-                return 1 << first
+            if first >= 0:
+                if known[0] >> first & 1:
+                    return 1 << first
+            elif not alive & ~known[0]:  # every rule that can still win here is known to change
+                return alive
             out = -1
             while out < 0:
                 if not alive:
