@@ -10,13 +10,16 @@ collector paused while timing):
 No state is enumerated (2^24 boolean assignments alone would be 16.7 million): the figures come with the diagram
 sizes and region counts that were actually built.
 
-    .venv/bin/python benchmarks/bench_verify.py [--artifact DIR] [--seeds 0 1 2 3 4] [--repeat 5]
+The machine's load is printed with the figures (wall time on a shared machine moves with it).
+
+    .venv/bin/python benchmarks/bench_verify.py [--artifact DIR] [--seeds 0 1 … 9] [--repeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -46,9 +49,11 @@ def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--artifact", type=Path, default=SIBLING_DIR)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
+    if hasattr(os, "getloadavg"):
+        print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
 
     data = args.artifact / "data"
     a = load_assets(data / "catalog.csv", data / "boundary_rules.csv", data / "entity_catalog.csv")
@@ -81,6 +86,8 @@ def main() -> None:
         worst = {"verify": max(worst["verify"], tv), "plain": max(worst["plain"], tp), "diff": max(worst["diff"], td)}
         print(f"{seed:>4}  {tv:>7.2f}s  {tp:>9.2f}s  {td:>7.2f}s  {rep.regions_total:>8}  {rep.diagram_nodes:>7}  "
               f"{diff.regions_changed:>15}")
+    if hasattr(os, "getloadavg"):
+        print(f"load average at end: {os.getloadavg()[0]:.2f}")
     print(f"worst over {len(args.seeds)} seeds: verify {worst['verify']:.2f} s, without redundancy "
           f"{worst['plain']:.2f} s, diff {worst['diff']:.2f} s")
 

@@ -19,6 +19,7 @@ gate) is refused.
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,13 +27,13 @@ from typing import Any
 from ..core.controller import ControllerOptions
 from ..core.errors import DataError
 from ..core.records import NONE, UNRESOLVED, Catalog, Registry, Terminal
-from ..core.rules import PolicyEngine, Rule
-from ..core.state import StateSchema
+from ..core.rules import Operator, PolicyEngine, Rule
+from ..core.state import StateSchema, state_type_of
 from .formula import region_terms, render
 from .mdd import Manager
 from .program import FAIL, ObjectClass, Outcome, Release, object_classes, representatives, witness_proposal
 from .properties import ObjectKind, Property, ProposalScope, Quantifier, StateScope
-from .space import Source, Space, build_space
+from .space import Source, Space, build_space, literals_of
 
 
 class RuleStatus(str, enum.Enum):
@@ -358,6 +359,7 @@ def _satisfiable(space: Space, release: Release, r: Rule) -> bool:
 def _rule_findings(release: Release, wins: Mapping[tuple[str, str], int | None], state_schema: StateSchema | None,
                    redundancy: bool) -> tuple[RuleFinding, ...]:
     m, space, catalog = release.manager, release.space, release.catalog
+    counts = _schema_counts(release.policy) if redundancy else None
     out = []
     for r in release.policy.rules:
         targets = [a for a in catalog.ids if r.applies(a)]
@@ -381,29 +383,62 @@ def _rule_findings(release: Release, wins: Mapping[tuple[str, str], int | None],
                                    key=lambda e: (e.priority, e.rule_id)))
             covered = tuple(e.rule_id for e in covered)  # type: ignore[assignment]
         dead_for = tuple(a for a in targets if a not in live) if live else ()
-        redundant, note = (_redundant(release, r, live, state_schema) if redundancy else (False, "not computed"))
+        redundant, note = (_redundant(release, r, live, state_schema, counts) if redundancy
+                           else (False, "not computed"))
         out.append(RuleFinding(r.rule_id, r.priority, r.decision.value, status, covered, live, dead_for, states,
                                redundant, note))
     return tuple(out)
 
 
-def _redundant(release: Release, r: Rule, live: Sequence[str], state_schema: StateSchema | None) -> tuple[bool, str]:
+def _schema_inputs(r: Rule) -> frozenset[tuple]:
+    """What one rule contributes to the runtime-state schema :func:`~routebr_kit.core.rules.derive_state_schema`
+    derives: the fields it names, the fields it tests with ``exists`` (made optional) and, per field, the JSON types
+    of its literals.  The derived schema is a function of the union of these over the program's rules."""
+    out: set[tuple] = set()
+    for p in r.condition.predicates:
+        out.add(("field", p.key))
+        if p.other_field is not None:
+            out.add(("field", p.other_field))
+        if p.op is Operator.EXISTS:
+            out.add(("exists", p.key))
+        out.update(("type", p.key, state_type_of(v)) for v in literals_of(p))
+    return frozenset(out)
+
+
+def _schema_counts(policy: PolicyEngine) -> Counter:
+    counts: Counter = Counter()
+    for r in policy.rules:
+        counts.update(_schema_inputs(r))
+    return counts
+
+
+def _removal_keeps_program(policy: PolicyEngine, r: Rule, counts: Counter) -> bool:
+    """A sufficient condition, read without rebuilding the program, for the program without ``r`` to be valid with
+    the very same schema: another rule makes every contribution ``r`` makes to the schema (so the unions the schema
+    is derived from are unchanged, and every other rule was already checked against that schema), and another
+    explicit default remains.  When it fails the reduced program is built and compared (see :func:`_redundant`)."""
+    if len(policy.rules) < 2 or (r.is_default and sum(x.is_default for x in policy.rules) < 2):
+        return False
+    return all(counts[c] >= 2 for c in _schema_inputs(r))
+
+
+def _redundant(release: Release, r: Rule, live: Sequence[str], state_schema: StateSchema | None,
+               counts: Counter | None = None) -> tuple[bool, str]:
     """Whether removing ``r`` changes no outcome: on its region the next rule decides alike, and the derived schema
     stays the same (else the whole program without it is compared, exactly)."""
-    rest = [x for x in release.policy.rules if x.rule_id != r.rule_id]
-    try:
-        reduced = PolicyEngine(rest, release.catalog.ids, state_schema=state_schema)
-    except DataError as exc:
-        return False, f"the program is invalid without it ({exc.code.value})"
-    if reduced.state_schema.as_dict() != release.policy.state_schema.as_dict():
-        # Another schema admits a different set of states (a field dropped, made optional or required, retyped):
-        # some state is admitted by exactly one of the two programs, and its reason code changes — to or from
-        # FAIL_CLOSED_INVALID_STATE.  (Every schema admits some state: each field admits some value.)
-        return False, "its removal changes the runtime-state schema"
-    m = release.manager
+    if counts is None or not _removal_keeps_program(release.policy, r, counts):
+        rest = [x for x in release.policy.rules if x.rule_id != r.rule_id]
+        try:
+            reduced = PolicyEngine(rest, release.catalog.ids, state_schema=state_schema)
+        except DataError as exc:
+            return False, f"the program is invalid without it ({exc.code.value})"
+        if reduced.state_schema.as_dict() != release.policy.state_schema.as_dict():
+            # Another schema admits a different set of states (a field dropped, made optional or required,
+            # retyped): some state is admitted by exactly one of the two programs, and its reason code changes — to
+            # or from FAIL_CLOSED_INVALID_STATE.  (Every schema admits some state: each field admits some value.)
+            return False, "its removal changes the runtime-state schema"
     for action in live:
-        diagram = release.removal_diagram(action)
-        if any(leaf != FAIL and leaf[0] == r.rule_id and leaf[1] for leaf in m.leaves(diagram)):
+        if r.rule_id in release.changing_winners(action):
             return False, ""
     return True, "never the first match" if not live else "the next rule decides alike on its region"
 

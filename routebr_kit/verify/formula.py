@@ -25,8 +25,44 @@ Term = dict[int, frozenset[int]]
 
 
 def _within(m: Manager, node: int, term: Term, valid: Sequence[frozenset[int]], inside: Callable[[Hashable], bool],
-            memo: dict[int, bool]) -> bool:
-    """Whether every admitted point of ``term`` reaches an accepted leaf."""
+            memo: dict[int, bool], full: dict | None = None) -> bool:
+    """Whether every admitted point of ``term`` reaches an accepted leaf.  ``full`` (shared between the calls on
+    one region): per node, whether *every* admitted point below it does (then so does every point of the term),
+    and per (node, the term's tests at and below the node's level) the answer of an earlier call."""
+    if full is None:
+        return _within_plain(m, node, term, valid, inside, memo)
+    depth = m.depth
+    suffix: list[tuple] = [()] * (depth + 1)
+    acc: tuple = ()
+    tests = sorted(term.items(), reverse=True)
+    i = 0
+    for lv in range(depth - 1, -1, -1):
+        while i < len(tests) and tests[i][0] >= lv:
+            acc = (tests[i], *acc)
+            i += 1
+        suffix[lv] = acc
+    level_of, kids_of, value_of = m._level, m._children, m._value
+
+    def rec(x: int) -> bool:
+        kids = kids_of[x]
+        if kids is None:
+            return bool(inside(value_of[x]))
+        if _full(m, x, valid, inside, full):
+            return True
+        level = level_of[x]
+        key = (x, suffix[level])
+        found = full.get(key)
+        if found is None:
+            allowed = term.get(level, valid[level])
+            found = all(rec(kids[v]) for v in allowed & valid[level])
+            full[key] = found
+        return found
+
+    return rec(node)
+
+
+def _within_plain(m: Manager, node: int, term: Term, valid: Sequence[frozenset[int]],
+                  inside: Callable[[Hashable], bool], memo: dict[int, bool]) -> bool:
     found = memo.get(node)
     if found is not None:
         return found
@@ -36,8 +72,22 @@ def _within(m: Manager, node: int, term: Term, valid: Sequence[frozenset[int]], 
         level = m.level(node)
         allowed = term.get(level, valid[level])
         kids = m.children(node)
-        found = all(_within(m, kids[v], term, valid, inside, memo) for v in allowed & valid[level])
+        found = all(_within_plain(m, kids[v], term, valid, inside, memo) for v in allowed & valid[level])
     memo[node] = found
+    return found
+
+
+def _full(m: Manager, node: int, valid: Sequence[frozenset[int]], inside: Callable[[Hashable], bool],
+          memo: dict[int, bool]) -> bool:
+    """Whether every admitted point below ``node`` reaches an accepted leaf (memoised in ``memo``)."""
+    found = memo.get(node)
+    if found is None:
+        if m.is_leaf(node):
+            found = bool(inside(m.value(node)))
+        else:
+            kids = m.children(node)
+            found = all(_full(m, kids[v], valid, inside, memo) for v in valid[m.level(node)])
+        memo[node] = found
     return found
 
 
@@ -55,6 +105,7 @@ def region_terms(m: Manager, node: int, inside: Callable[[Hashable], bool], vali
         terms.append(term)
         if len(terms) > MAX_PATHS:
             return terms, False
+    full: dict = {}
     primes: list[Term] = []
     for term in terms:
         if any(_covers(p, term) for p in primes):
@@ -62,21 +113,22 @@ def region_terms(m: Manager, node: int, inside: Callable[[Hashable], bool], vali
         for lv in sorted(term):
             wider = dict(term)
             del wider[lv]
-            if _within(m, node, wider, valid, inside, {}):
+            if _within(m, node, wider, valid, inside, {}, full):
                 term = wider
                 continue
             for v in sorted(valid[lv] - term[lv]):
                 grown = {**term, lv: term[lv] | {v}}
-                if _within(m, node, grown, valid, inside, {}):
+                if _within(m, node, grown, valid, inside, {}, full):
                     term = grown
         primes = [p for p in primes if not _covers(term, p)] + [term]
     if len(primes) > MAX_IRREDUNDANT:
         return primes, False
     primes.sort(key=lambda t: (len(t), sorted(t)))
     kept = list(primes)
+    union = _Unions(m.sizes, valid)
     for term in sorted(primes, key=len, reverse=True):
         others = [t for t in kept if t is not term]
-        if others and _union_covers(m.sizes, others, term, valid):
+        if others and union.covers(others, term):
             kept = others
     return kept, complete
 
@@ -86,14 +138,25 @@ def _covers(a: Term, b: Term) -> bool:
     return all(lv in b and b[lv] <= s for lv, s in a.items())
 
 
-def _union_covers(sizes: Sequence[int], terms: Sequence[Term], target: Term, valid: Sequence[frozenset[int]]) -> bool:
-    """Whether the union of ``terms`` covers ``target`` (on admitted values), by a small diagram."""
-    m = Manager(sizes)
-    yes, no = m.leaf(True), m.leaf(False)
-    union = no
-    for t in terms:
-        union = m.ite_cube(t, yes, union)
-    return _within(m, union, target, valid, lambda v: v is True, {})
+class _Unions:
+    """Whether a union of terms covers a term (on admitted values), by small diagrams in one shared manager: the
+    union of a list of terms is folded in list order, so folds of a common prefix are built once."""
+
+    def __init__(self, sizes: Sequence[int], valid: Sequence[frozenset[int]]) -> None:
+        self.m = Manager(sizes)
+        self.valid = valid
+        self.yes, self.no = self.m.leaf(True), self.m.leaf(False)
+        self._fold: dict[tuple[int, int], int] = {}
+
+    def covers(self, terms: Sequence[Term], target: Term) -> bool:
+        m, union = self.m, self.no
+        for t in terms:
+            key = (id(t), union)
+            found = self._fold.get(key)
+            if found is None:
+                found = self._fold[key] = m.ite_cube(t, self.yes, union)
+            union = found
+        return _within(m, union, target, self.valid, lambda v: v is True, {})
 
 
 def render_term(space: Space, term: Mapping[int, frozenset[int]]) -> str:

@@ -21,7 +21,8 @@ Cube = Mapping[int, frozenset[int]]
 class Manager:
     """The node store of diagrams over variables of the given domain sizes."""
 
-    __slots__ = ("sizes", "depth", "_level", "_children", "_unique", "_leaf", "_value", "_leaves_memo")
+    __slots__ = ("sizes", "depth", "_level", "_children", "_unique", "_leaf", "_value", "_leaves_memo", "_groups",
+                 "cache")
 
     def __init__(self, sizes: Sequence[int]) -> None:
         self.sizes = tuple(sizes)
@@ -32,6 +33,9 @@ class Manager:
         self._leaf: dict[Hashable, int] = {}
         self._value: dict[int, Hashable] = {}
         self._leaves_memo: dict[int, frozenset] = {}
+        self._groups: dict[int, tuple[tuple[int, frozenset[int]], ...]] = {}  # node -> (child, its values)
+        #: For clients: results that are functions of node ids of this manager (e.g. a compiled rule chain).
+        self.cache: dict[Hashable, Any] = {}
 
     # ---- construction
     def leaf(self, value: Hashable) -> int:
@@ -104,6 +108,8 @@ class Manager:
 
     def apply(self, fn: Callable[[Any, Any], Hashable], a: int, b: int) -> int:
         """The diagram of ``fn(leaf of a, leaf of b)`` state by state."""
+        if a == b:  # (one diagram against itself: one walk)
+            return self.map(lambda v: fn(v, v), a)
         memo: dict[tuple[int, int], int] = {}
         level_of, kids = self._level, self._children
 
@@ -203,40 +209,93 @@ class Manager:
 
     def count(self, a: int, weights: Sequence[Sequence[int | None]]) -> dict[Hashable, int | None]:
         """Per leaf, the weighted number of points reaching it (a value's weight is its number of concrete values;
-        ``None`` — unbounded — makes the total ``None``).  Levels a path skips count every value."""
+        ``None`` — unbounded — makes the total ``None``).  Levels a path skips count every value.
+
+        One top-down pass in level order: each node receives the weighted number of partial points reaching it
+        (the sum over its incoming edges), so the cost is one multiplication per edge whatever the number of
+        leaves."""
         total = [_sum(w) for w in weights]
-        memo: dict[int, dict[Hashable, int | None]] = {}
+        depth = self.depth
+        suffix: list[int | None] = [1] * (depth + 1)  # suffix[lv]: every value of the levels lv..depth-1
+        for lv in range(depth - 1, -1, -1):
+            suffix[lv] = _mul(total[lv], suffix[lv + 1])
+        skip_memo: dict[tuple[int, int], int | None] = {}
 
         def skip(frm: int, to: int) -> int | None:
-            out: int | None = 1
-            for lv in range(frm, to):
-                out = _mul(out, total[lv])
-            return out
-
-        def rec(x: int) -> dict[Hashable, int | None]:
-            found = memo.get(x)
-            if found is not None:
-                return found
-            kids = self._children[x]
-            if kids is None:
-                found = {self._value[x]: 1}
-            else:
-                lv = self._level[x]
-                found = {}
-                for v, c in enumerate(kids):
-                    factor = _mul(weights[lv][v], skip(lv + 1, self._level[c]))
-                    if factor == 0:
-                        continue
-                    for leaf, n in rec(c).items():
-                        found[leaf] = _add(found.get(leaf, 0), _mul(factor, n))
-            memo[x] = found
+            key = (frm, to)
+            found = skip_memo.get(key, -1)
+            if found == -1:
+                found = 1
+                for lv in range(frm, to):
+                    found = _mul(found, total[lv])
+                skip_memo[key] = found
             return found
 
-        out = {}
-        head = skip(0, self._level[a])
-        for leaf, n in rec(a).items():
-            out[leaf] = _mul(head, n)
+        level_of, kids_of = self._level, self._children
+        nodes = self._reachable(a)
+        inflow: dict[int, int | None] = {a: skip(0, level_of[a])}
+        out: dict[Hashable, int | None] = {}
+        for x in sorted(nodes, key=level_of.__getitem__):
+            f = inflow.get(x, 0)
+            if f == 0:
+                continue
+            kids = kids_of[x]
+            if kids is None:
+                out[self._value[x]] = f
+                continue
+            lv = level_of[x]
+            row = weights[lv]
+            for v, c in enumerate(kids):
+                factor = _mul(row[v], skip(lv + 1, level_of[c]))
+                if factor == 0:
+                    continue
+                inflow[c] = _add(inflow.get(c, 0), _mul(f, factor))
         return {k: v for k, v in out.items() if v != 0}
+
+    def _reachable(self, a: int) -> list[int]:
+        stack, seen = [a], {a}
+        kids_of = self._children
+        while stack:
+            for c in kids_of[stack.pop()] or ():
+                if c not in seen:
+                    seen.add(c)
+                    stack.append(c)
+        return list(seen)
+
+    def find_all(self, a: int, prefer: Sequence[Sequence[int]] | None = None
+                 ) -> dict[Hashable, list[int | None]]:
+        """For every leaf value reachable from ``a``, the partial point :meth:`find` returns for it (the first
+        path in ``prefer`` order), all from one bottom-up pass of leaf bit sets."""
+        level_of, kids_of = self._level, self._children
+        nodes = sorted(self._reachable(a), key=level_of.__getitem__, reverse=True)
+        bit: dict[int, int] = {}
+        values: list[Hashable] = []
+        reach: dict[int, int] = {}
+        for x in nodes:
+            kids = kids_of[x]
+            if kids is None:
+                bit[x] = 1 << len(values)
+                values.append(self._value[x])
+                reach[x] = bit[x]
+            else:
+                acc = 0
+                for c in set(kids):
+                    acc |= reach[c]
+                reach[x] = acc
+        out: dict[Hashable, list[int | None]] = {}
+        for i, value in enumerate(values):
+            want = 1 << i
+            point: list[int | None] = [None] * self.depth
+            x = a
+            while kids_of[x] is not None:
+                lv = level_of[x]
+                kids = kids_of[x]
+                order = prefer[lv] if prefer is not None else range(len(kids))  # type: ignore[arg-type]
+                v = next(v for v in order if reach[kids[v]] & want)  # type: ignore[index]
+                point[lv] = v
+                x = kids[v]  # type: ignore[index]
+            out[value] = point
+        return out
 
     def paths(self, a: int, accept: Callable[[Hashable], bool]) -> Iterator[dict[int, frozenset[int]]]:
         """Disjoint cubes covering the points that reach accepted leaves (edges to one child merged)."""
@@ -250,6 +309,8 @@ class Manager:
                 memo_ok[x] = found
             return found
 
+        groups = self._groups
+
         def rec(x: int, cube: dict[int, frozenset[int]]) -> Iterator[dict[int, frozenset[int]]]:
             kids = self._children[x]
             if kids is None:
@@ -257,12 +318,15 @@ class Manager:
                     yield dict(cube)
                 return
             lv = self._level[x]
-            by_child: dict[int, list[int]] = {}
-            for v, c in enumerate(kids):
-                by_child.setdefault(c, []).append(v)
-            for c, values in by_child.items():
+            edges = groups.get(x)
+            if edges is None:
+                by_child: dict[int, list[int]] = {}
+                for v, c in enumerate(kids):
+                    by_child.setdefault(c, []).append(v)
+                edges = groups[x] = tuple((c, frozenset(values)) for c, values in by_child.items())
+            for c, values in edges:
                 if ok(c):
-                    cube[lv] = frozenset(values)
+                    cube[lv] = values
                     yield from rec(c, cube)
                     del cube[lv]
 

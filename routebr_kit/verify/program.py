@@ -201,12 +201,14 @@ class Release:
         self.valid = space.valid(policy.state_schema)
         self.actions = tuple(actions) if actions is not None else catalog.ids
         self._fail = manager.leaf(FAIL)
-        self._removal: dict[str, int] = {}
+        self._changing: dict[str, frozenset[str]] = {}
         self._tails: dict[tuple[int, int], int] = {}
         self._chains: dict[str, list[Rule]] = {}
         self.diagrams: dict[str, int] = {a: self._compile(a) for a in self.actions}
         self._outcomes: dict[tuple[str, ObjectClass, Hashable], Outcome] = {}
         self._states: dict[tuple[str, Hashable], dict[str, Any]] = {}
+        self._points: dict[str, dict[Hashable, list[int | None]]] = {}
+        self._preference: list[list[int]] | None = None
 
     # ---- compilation
     def chain(self, action: str) -> list[Rule]:
@@ -221,8 +223,8 @@ class Release:
             self._chains[action] = rules
         return self._chains[action]
 
-    def _compiled(self, rules: Sequence[Rule]) -> _Chain:
-        return _Chain(rules, self.space, self.manager.sizes, self.valid)
+    def _compiled(self, rules: Sequence[Rule], dominance: bool = False) -> _Chain:
+        return _Chain(rules, self.space, self.manager.sizes, self.valid, dominance)
 
     def _tail(self, level: int, leaf: int) -> int:
         """``leaf`` where every variable from ``level`` on takes an admitted value, :data:`FAIL` elsewhere: once a
@@ -243,36 +245,62 @@ class Release:
         """The first-match diagram of ``rules`` (ending in an unconditional one) on the states the schema admits,
         :data:`FAIL` elsewhere.
 
-        Built top-down, level by level: a path keeps the rules still possible (every constraint above it holds) and
-        ends at the first rule with no constraint left — the first match.  Rules after a satisfied one are dropped,
-        since they can no longer match first."""
-        c = self._compiled(rules)
-        m, fail = self.manager, self._fail
-        memo: dict[tuple, int] = {}
+        Built top-down, level by level: a path keeps the rules still possible (every constraint above it holds) as
+        a bit set (bit ``k``: the ``k``-th rule) and ends at the first rule with no constraint left — the first
+        match.  Rules after a satisfied one are dropped, since they can no longer match first.  Sub-diagrams are
+        memoised on (level, rules still possible), after dropping the rules another one still possible dominates
+        from that level on (:meth:`_Chain.pruned`), so that paths differing only in rules that can no longer win
+        share one sub-diagram."""
+        m, fail, sizes = self.manager, self._fail, self.manager.sizes
+        # The diagram is a function of the rule IDs, their cubes and the admitted values only (not of decisions):
+        # releases compiled in one manager (a base and its candidate) share it.
+        cubes = [self.space.cube(r.condition) for r in rules]
+        shared = ("chain", tuple((r.rule_id, None if cube is None else tuple(sorted(cube.items())))
+                                 for r, cube in zip(rules, cubes)),
+                  tuple(self.valid[lv] for lv in range(m.depth)))
+        found = m.cache.get(shared)
+        if found is not None:
+            return found
+        c = self._compiled(rules, dominance=True)
+        last, done, constrained, compat, valid, invalid = c.last, c.done, c.constrained, c.compat, c.valid, c.invalid
+        leaves = [m.leaf(i) for i in c.ids]
+        tail, node = self._tail, m.node
+        memo: dict[tuple[int, int], int] = {}
 
-        def rec(level: int, alive: tuple[int, ...]) -> int:
+        def rec(level: int, alive: int) -> int:
             key = (level, alive)
             found = memo.get(key)
             if found is not None:
                 return found
-            head = alive[0]
-            if c.last[head] < level:  # every constraint of the first possible rule holds: it matches
-                out = self._tail(level, m.leaf(c.ids[head]))
+            alive = pruned(alive, level, 1)
+            found = memo.get((level, alive))
+            if found is not None:
+                memo[key] = found
+                return found
+            key2 = (level, alive)
+            head = (alive & -alive).bit_length() - 1
+            if last[head] < level:  # every constraint of the first possible rule holds: it matches
+                out = tail(level, leaves[head])
             else:
-                alive = c.truncate(alive, level)
-                if not c.constrained[level].intersection(alive):
+                sure = alive & done[level]
+                if sure:
+                    alive &= ((sure & -sure) << 1) - 1
+                if not alive & constrained[level]:
                     inner = rec(level + 1, alive)
-                    children = tuple(fail if v in c.invalid[level] else inner for v in range(m.sizes[level]))
+                    bad = invalid[level]
+                    out = node(level, tuple(fail if v in bad else inner for v in range(sizes[level])))
                 else:
-                    kids = [fail] * m.sizes[level]
-                    for v in c.valid[level]:
-                        kids[v] = rec(level + 1, c.step(alive, level, v))
-                    children = tuple(kids)
-                out = m.node(level, children)
-            memo[key] = out
+                    kids = [fail] * sizes[level]
+                    step = compat[level]
+                    for v in valid[level]:
+                        kids[v] = rec(level + 1, alive & step[v])
+                    out = node(level, tuple(kids))
+            memo[key] = memo[key2] = out
             return out
 
-        return rec(0, c.alive)
+        pruned = c.pruned
+        out = m.cache[shared] = rec(0, c.canonical(c.alive, 0, 1))
+        return out
 
     def extended_chain(self, action: str) -> list[Rule]:
         """The chain plus the rules after its unconditional end, up to the next unconditional one: the rules that
@@ -287,55 +315,93 @@ class Release:
                         break
         return rules
 
-    def removal_diagram(self, action: str) -> int:
-        """Over the admitted states, leaves ``(winner, removing it changes the decision)``: a top-down walk of the
-        extended chain that goes on past the first match to the first later match (no later match counts as a
-        change), stopping as soon as that is known.  Cached per action."""
-        if action in self._removal:
-            return self._removal[action]
+    def changing_winners(self, action: str) -> frozenset[str]:
+        """The rules of the action's chain whose removal changes its decision on some admitted state: the rules
+        that are the first match of some admitted state on which the next matching rule of the extended chain
+        decides otherwise (or no later rule matches).  Cached per action; one search answers the redundancy
+        question for every rule of the action at once.
+
+        A memoised top-down search over the extended chain, the walk of :meth:`chain_diagram` carried on past the
+        first match to the first later match: once the first match is fixed the question is whether *some*
+        admitted extension reaches a later match of another decision, so the search stops at the first such path
+        (and at once for a rule already known to change).  Before the first match the rules after the *second*
+        satisfied one are dropped (the first two matches come before it), after it those after the first.  No
+        diagram is built: the answer is a set of rules.  (``tests/test_verify_fast.py`` checks it against
+        rebuilding the chain without each rule.)"""
+        found = self._changing.get(action)
+        if found is not None:
+            return found
         rules = self.extended_chain(action)
         c = self._compiled(rules)
-        m, fail = self.manager, self._fail
-        decisions = [r.decision for r in rules]
-        memo: dict[tuple, int] = {}
+        last, done, constrained, compat, valid = c.last, c.done, c.constrained, c.compat, c.valid
+        decision_of = [r.decision for r in rules]
+        same = [sum(1 << j for j, e in enumerate(decision_of) if e is d) for d in decision_of]
+        depth = self.manager.depth
+        # viable[level]: every level from ``level`` on admits some value (a decided path extends to a state).
+        viable = [True] * (depth + 1)
+        for lv in range(depth - 1, -1, -1):
+            viable[lv] = viable[lv + 1] and bool(valid[lv])
+        known = [0]  # rules already shown to change: a path deciding for one of them needs no further search
+        memo: dict[tuple[int, int, int], int] = {}
 
-        def rec(level: int, alive: tuple[int, ...], first: int | None) -> int:
+        def rec(level: int, alive: int, first: int) -> int:
+            """The changing winners among the admitted states below (``first``: the rule that matched, -1 if none;
+            with a first match the answer is that rule's bit or 0)."""
             key = (level, alive, first)
             found = memo.get(key)
             if found is not None:
                 return found
-            out = None
-            while out is None:
+            if first >= 0:
+                if known[0] >> first & 1:
+                    return 1 << first
+            elif not alive & ~known[0]:  # every rule that can still win here is known to change
+                return alive
+            out = -1
+            while out < 0:
                 if not alive:
-                    out = self._tail(level, m.leaf((c.ids[first], True)))  # type: ignore[index]
+                    out = (1 << first) if viable[level] else 0
                     break
-                head = alive[0]
-                if c.last[head] < level:
-                    if first is not None:
-                        out = self._tail(level, m.leaf((c.ids[first], decisions[head] is not decisions[first])))
+                head = (alive & -alive).bit_length() - 1
+                if last[head] < level:
+                    if first >= 0:
+                        out = (1 << first) if viable[level] and decision_of[head] is not decision_of[first] else 0
                         break
-                    first, alive = head, alive[1:]
+                    first, alive = head, alive & (alive - 1)
+                    if known[0] >> first & 1:
+                        out = 1 << first
+                        break
                     continue
-                alive = c.truncate(alive, level)
-                if first is not None and c.last[alive[-1]] < level:  # a later match is certain: is it different?
-                    differs = {decisions[k] is not decisions[first] for k in alive}
-                    if len(differs) == 1:
-                        out = self._tail(level, m.leaf((c.ids[first], differs.pop())))
+                sure = alive & done[level]
+                if first < 0 and sure:  # the first two matches come at or before the second satisfied rule
+                    sure ^= sure & -sure
+                if sure:
+                    alive &= ((sure & -sure) << 1) - 1
+                    if first >= 0:  # a later match is certain: is it different?
+                        alike = alive & same[first]
+                        if alike == alive:
+                            out = 0
+                            break
+                        if not alike:
+                            out = (1 << first) if viable[level] else 0
+                            break
+                if not alive & constrained[level]:
+                    out = rec(level + 1, alive, first) if valid[level] else 0
+                    break
+                step = compat[level]
+                out = 0
+                for v in valid[level]:
+                    out |= rec(level + 1, alive & step[v], first)
+                    if first >= 0 and out:
                         break
-                if not c.constrained[level].intersection(alive):
-                    inner = rec(level + 1, alive, first)
-                    children = tuple(fail if v in c.invalid[level] else inner for v in range(m.sizes[level]))
-                else:
-                    kids = [fail] * m.sizes[level]
-                    for v in c.valid[level]:
-                        kids[v] = rec(level + 1, c.step(alive, level, v), first)
-                    children = tuple(kids)
-                out = m.node(level, children)
+            if out:
+                known[0] |= out
             memo[key] = out
             return out
 
-        self._removal[action] = rec(0, c.alive, None)
-        return self._removal[action]
+        winners = rec(0, c.alive, -1)
+        result = frozenset(c.ids[k] for k in range(len(rules)) if winners >> k & 1)
+        self._changing[action] = result
+        return result
 
     def _compile(self, action: str) -> int:
         if action not in self.catalog:
@@ -354,6 +420,11 @@ class Release:
     # ---- outcomes
     def preference(self) -> list[list[int]]:
         """Per level, the values tried first for witnesses: the ones this release admits, in domain order."""
+        if self._preference is None:
+            self._preference = self._prefer()
+        return self._preference
+
+    def _prefer(self) -> list[list[int]]:
         return [sorted(range(size), key=lambda v, lv=lv: (v not in self.valid[lv], v))
                 for lv, size in enumerate(self.manager.sizes)]
 
@@ -365,10 +436,12 @@ class Release:
         key = (action, leaf)
         if key not in self._states:
             prefer = self.preference()
-            found = self.manager.find(self.diagrams[action], lambda v: v == leaf, prefer)
-            if found is None:
+            points = self._points.get(action)
+            if points is None:
+                points = self._points[action] = self.manager.find_all(self.diagrams[action], prefer)
+            if leaf not in points:
                 raise KeyError(leaf)
-            self._states[key] = self.space.concretize(self.complete(found[0], prefer))
+            self._states[key] = self.space.concretize(self.complete(points[leaf], prefer))
         return self._states[key]
 
     def outcome(self, action: str, cls: ObjectClass, leaf: Hashable, registries: Sequence[Registry | None] = ()
@@ -432,37 +505,100 @@ class Release:
 
 
 class _Chain:
-    """A rule list compiled over a space for the top-down walks: cubes, the last constrained level of each rule, the
-    rules constraining each level, and the admitted values per level."""
+    """A rule list compiled over a space for the top-down walks, as bit sets over the rules' positions (bit ``k``:
+    the ``k``-th rule; the lowest set bit is the first rule still possible): the rules with a satisfiable cube
+    (``alive``), per level the rules constraining it (``constrained``), the rules whose every constraint lies above
+    it (``done``) and, per value, the rules that value does not exclude (``compat``); the last constrained level
+    of each rule, and the admitted values per level."""
 
-    __slots__ = ("ids", "cubes", "alive", "last", "constrained", "valid", "invalid", "depth")
+    __slots__ = ("ids", "cubes", "alive", "last", "constrained", "done", "compat", "valid", "invalid", "dominated",
+                 "gains")
 
     def __init__(self, rules: Sequence[Rule], space: Space, sizes: Sequence[int],
-                 valid: Mapping[int, frozenset[int]]) -> None:
+                 valid: Mapping[int, frozenset[int]], dominance: bool = False) -> None:
         self.ids = [r.rule_id for r in rules]
         self.cubes = [space.cube(r.condition) for r in rules]
-        self.alive = tuple(k for k, cube in enumerate(self.cubes) if cube is not None)
-        self.last = {k: max(self.cubes[k], default=-1) for k in self.alive}  # type: ignore[arg-type]
-        self.depth = len(sizes)
-        self.constrained: list[set[int]] = [set() for _ in sizes]
-        for k in self.alive:
-            for level in self.cubes[k]:  # type: ignore[union-attr]
-                self.constrained[level].add(k)
-        self.valid = [sorted(valid[lv]) for lv in range(len(sizes))]
+        depth = len(sizes)
+        alive = 0
+        self.last = [depth] * len(rules)  # (a rule with no satisfiable cube is never alive)
+        constrained = [0] * depth
+        excluded = [[0] * size for size in sizes]
+        for k, cube in enumerate(self.cubes):
+            if cube is None:
+                continue
+            alive |= 1 << k
+            self.last[k] = max(cube, default=-1)
+            for level, allowed in cube.items():
+                constrained[level] |= 1 << k
+                for v in range(sizes[level]):
+                    if v not in allowed:
+                        excluded[level][v] |= 1 << k
+        everyone = (1 << len(rules)) - 1
+        self.alive = alive
+        self.constrained = constrained
+        self.compat = [[everyone & ~x for x in row] for row in excluded]
+        self.done = [sum(1 << k for k in range(len(rules)) if (alive >> k) & 1 and self.last[k] < level)
+                     for level in range(depth + 1)]
+        self.valid = [sorted(valid[lv]) for lv in range(depth)]
         self.invalid = [frozenset(range(size)) - valid[lv] for lv, size in enumerate(sizes)]
+        self.dominated: list[list[int]] = []
+        self.gains: list[int] = []
+        if dominance:
+            self._dominance(valid, depth)
 
-    def truncate(self, alive: tuple[int, ...], level: int) -> tuple[int, ...]:
-        """Rules after one whose constraints all hold can never match first."""
-        last = self.last
-        for i, k in enumerate(alive):
-            if last[k] < level:
-                return alive[:i + 1]
-        return alive
+    def _dominance(self, valid: Mapping[int, frozenset[int]], depth: int) -> None:
+        # dominated[level][k]: the earlier rules j whose constraints from ``level`` on admit every admitted value k's
+        # admit — once both are still possible at ``level``, k can match only where j matches too.
+        n = len(self.ids)
+        dominated = [[0] * n for _ in range(depth + 1)]
+        gains = [0] * (depth + 1)  # gains[level]: the rules some rule starts to dominate at ``level``
+        residual = [None if cube is None else {lv: allowed & valid[lv] for lv, allowed in cube.items()}
+                    for cube in self.cubes]
+        for k in range(n):
+            rk = residual[k]
+            if rk is None:
+                continue
+            start = [0] * (depth + 2)
+            for j in range(k):
+                rj = residual[j]
+                if rj is None:
+                    continue
+                since = 0
+                for lv, allowed in rj.items():
+                    if lv >= since and not (rk.get(lv, valid[lv]) <= allowed):
+                        since = lv + 1
+                start[since] |= 1 << j
+            acc = 0
+            for level in range(depth + 1):
+                if start[level]:
+                    acc |= start[level]
+                    gains[level] |= 1 << k
+                dominated[level][k] = acc
+        self.dominated = dominated
+        self.gains = gains
 
-    def step(self, alive: tuple[int, ...], level: int, value: int) -> tuple[int, ...]:
-        """The rules still possible once the variable at ``level`` takes ``value``."""
-        cubes = self.cubes
-        return tuple(k for k in alive if level not in cubes[k] or value in cubes[k][level])  # type: ignore[operator]
+    def canonical(self, alive: int, level: int, needed: int) -> int:
+        """``alive`` without the rules dominated (see ``dominated``) by at least ``needed`` other rules of it: the
+        first match (``needed`` 1), or the first two (``needed`` 2), never fall on them."""
+        return self._without_dominated(alive, alive, level, needed)
+
+    def pruned(self, alive: int, level: int, needed: int) -> int:
+        """:meth:`canonical` of a subset of a set canonical one level up (the walks step down one level at a time):
+        only the rules that gain a dominator at ``level`` can be newly dominated — domination, once it starts at
+        a level, holds at every level below, and a rule dominated by a dropped rule is dominated by what dropped
+        it.  (Either way only rules that cannot decide are dropped: any subset of the drops is sound.)"""
+        return self._without_dominated(alive, alive & self.gains[level], level, needed)
+
+    def _without_dominated(self, alive: int, candidates: int, level: int, needed: int) -> int:
+        row = self.dominated[level]
+        out, rest = alive, candidates
+        while rest:
+            low = rest & -rest
+            rest ^= low
+            d = alive & row[low.bit_length() - 1]
+            if d and (needed == 1 or d & (d - 1)):
+                out ^= low
+        return out
 
 
 #: Stands for the (empty) chain of an action outside the catalog: one unconditional pseudo-rule.

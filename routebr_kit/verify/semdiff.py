@@ -189,8 +189,9 @@ def semantic_diff(base_catalog: Catalog, base_policy: PolicyEngine, cand_catalog
     equivalent = True
     total_seen = 0
     recorded_changed_states: set[tuple] = set()
+    joints: dict[str, int] = {}
     for action in actions:
-        joint = manager.apply(lambda a, b: (a, b), base.diagrams[action], cand.diagrams[action])
+        joint = joints[action] = manager.apply(lambda a, b: (a, b), base.diagrams[action], cand.diagrams[action])
         reps = representatives(classes, [base_catalog, cand_catalog], action)
         kinds: dict[Hashable, tuple[bool, bool, bool, bool, bool]] = {}
         for pair in manager.leaves(joint):
@@ -233,7 +234,7 @@ def semantic_diff(base_catalog: Catalog, base_policy: PolicyEngine, cand_catalog
     for o in observations:
         if manager.evaluate(changed_any, space.classify(o.state)):
             recorded_changed_states.add(tuple(sorted((k, repr(v)) for k, v in o.state.items())))
-    joint0 = manager.apply(lambda a, b: (a, b), base.diagrams[actions[0]], cand.diagrams[actions[0]])
+    joint0 = joints[actions[0]]
     admitted = manager.map(lambda pair: pair != (FAIL, FAIL), joint0)
     states_total = manager.count(admitted, weights).get(True, 0)
     notes = []

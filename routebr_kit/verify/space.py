@@ -304,7 +304,8 @@ class Source:
         return cls(condition.predicates, None, tuple(dict.fromkeys(p.key for p in condition.predicates)))
 
 
-def _literals(p: Predicate) -> tuple[Any, ...]:
+def literals_of(p: Predicate) -> tuple[Any, ...]:
+    """The literals a predicate compares a field with (none for ``exists`` and cross-field tests)."""
     if p.op is Operator.EXISTS or p.other_field is not None:
         return ()
     return tuple(p.operand) if p.op in (Operator.IN, Operator.NOT_IN) else (p.operand,)
@@ -542,7 +543,7 @@ def build_space(sources: Sequence[Source]) -> Space:
     declared = {f.name for schema in schemas for f in schema.fields}
     for s in sources:
         for p in s.predicates:
-            for value in _literals(p):
+            for value in literals_of(p):
                 t = state_type_of(value)
                 if t is None:
                     raise DataError(ErrorCode.INVALID_OPERAND, "finite JSON literals in every predicate", got=value,
