@@ -48,6 +48,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "impact": ("impact", "impact_cmd"),
     "verify": ("verify", "verify"),
     "report": ("report", "report"),
+    "serve-model": ("serve_model", "serve_model"),
 }
 
 
