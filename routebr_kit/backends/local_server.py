@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib.resources
 import importlib.util
-import json
 import os
 import signal
 import socket
@@ -33,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import DataError, ErrorCode
+from ..store.files import parse_json
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
@@ -165,7 +165,8 @@ def default_threads() -> int:
 def served_models(base_url: str, timeout: float = 2.0) -> tuple[str, ...]:
     """The model IDs ``GET {base_url}/models`` reports (raises ``OSError``/``ValueError`` while not ready)."""
     with urllib.request.urlopen(f"{base_url}/models", timeout=timeout) as response:  # noqa: S310 - loopback only
-        doc = json.loads(response.read())
+        doc = parse_json(response.read().decode("utf-8"), "the server's model list", kind=dict,
+                         file=f"{base_url}/models")
     return tuple(str(m.get("id")) for m in doc.get("data", []) if isinstance(m, dict))
 
 
