@@ -75,13 +75,15 @@ def bench(tmp_path_factory) -> dict:
     port = free_port()
     server = Served(port).start()
     profiles = root / "profiles.yaml"
+    alias = SMOLLM2.alias
     profiles.write_text(
-        "live:\n  base_url: http://127.0.0.1:%d/v1\n  model: %s\n  json_schema_style: inline\n"
+        f"live:\n  base_url: http://127.0.0.1:{port}/v1\n  model: {alias}\n  json_schema_style: inline\n"
         "  request_options: {temperature: 0, max_tokens: 160}\n  timeout_s: 600\n  max_retries: 1\n"
         "  retry_backoff_s: 0.2\n"
-        "impostor:\n  base_url: http://127.0.0.1:%d/v1\n  model: %s\n  accepted_reported_models: [another-model]\n"
-        "  json_schema_style: inline\n  request_options: {temperature: 0, max_tokens: 8}\n  max_retries: 0\n"
-        % (port, SMOLLM2.alias, port, SMOLLM2.alias), encoding="utf-8")
+        f"impostor:\n  base_url: http://127.0.0.1:{port}/v1\n  model: {alias}\n"
+        "  accepted_reported_models: [another-model]\n"
+        "  json_schema_style: inline\n  request_options: {temperature: 0, max_tokens: 8}\n  max_retries: 0\n",
+        encoding="utf-8")
     yield {"root": root, "cases": cases, "profiles": profiles, "server": server, "port": port}
     server.stop()
 

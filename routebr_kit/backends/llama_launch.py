@@ -8,7 +8,8 @@ loads the model: the weights stay in the plain CPU buffer instead of being repac
 this project's machines (a CPU that reports AMX inside a VM) the repacked path crashes the server with a
 segmentation fault on the first batched prompt; the plain path is correct, and slower where repacking works.
 ``--exit-with-parent`` ends the server when the process that started it is gone (no orphan server keeps two cores
-busy after its ``serve-model`` was killed).  Everything after ``--`` goes to the server unchanged.  Used by :mod:`routebr_kit.backends.local_server`.
+busy after its ``serve-model`` was killed).  Everything after ``--`` goes to the server unchanged.
+Used by :mod:`routebr_kit.backends.local_server`.
 """
 
 from __future__ import annotations

@@ -65,7 +65,8 @@ class OpenAICompatBackend:
     """An OpenAI-compatible chat-completions backend for one profile and one prompt set."""
 
     def __init__(self, profile: Profile, prompts: PromptSet | PublishedPrompts, *, cache: ResponseCache | None = None,
-                 seed: int | None = None, rate_limiter: Any = None, constrain: Constrain | str = Constrain.NONE) -> None:
+                 seed: int | None = None, rate_limiter: Any = None,
+                 constrain: Constrain | str = Constrain.NONE) -> None:
         self.profile = profile
         self.constrain = Constrain.parse(constrain)  # --constrain: the response_format of every body (.constrain)
         self.prompts = prompts

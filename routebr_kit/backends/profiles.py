@@ -104,7 +104,8 @@ _REQUIRED = ("base_url", "model")
 _TYPES: dict[str, tuple[type, ...]] = {
     "provider": (str,), "base_url": (str,), "api_key_env": (str,), "model": (str,), "request_options": (dict,),
     "accepted_reported_models": (list,), "formal_result_eligible": (bool,), "send_seed": (bool,),
-    "prompt_language": (str,), "json_schema_style": (str,), "timeout_s": (int, float), "max_retries": (int,), "retry_backoff_s": (int, float),
+    "prompt_language": (str,), "json_schema_style": (str,), "timeout_s": (int, float), "max_retries": (int,),
+    "retry_backoff_s": (int, float),
     "max_retry_after_s": (int, float),
 }
 
@@ -181,7 +182,8 @@ def _profile(name: str, settings: Any, file: str, line: int | None) -> Profile:
             raise bad(ErrorCode.INVALID_VALUE, "a positive number" if key == "timeout_s" else "a number >= 0", key,
                       value)
     extra = {k: settings[k] for k in ("provider", "formal_result_eligible", "send_seed", "prompt_language",
-                                      "json_schema_style", "timeout_s", "max_retries", "retry_backoff_s", "max_retry_after_s")
+                                      "json_schema_style", "timeout_s", "max_retries", "retry_backoff_s",
+                                      "max_retry_after_s")
              if k in settings}
     return Profile(name, settings["base_url"], settings.get("api_key_env", ""), settings["model"],
                    request_options=MappingProxyType(dict(options)), accepted_reported_models=tuple(accepted), **extra)

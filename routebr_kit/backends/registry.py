@@ -1,7 +1,8 @@
 """Build a backend from its spec string: ``sim:<profile>``, ``local:lexical`` or an OpenAI-compatible profile name.
 
 ``constrain`` (``none`` or ``json-schema``, :mod:`~routebr_kit.backends.constrain`) chooses an OpenAI-compatible
-profile's ``response_format``.  ``protocol`` chooses what an OpenAI-compatible profile sends (:class:`~routebr_kit.prompts.Protocol`): ``kit`` (the
+profile's ``response_format``.
+``protocol`` chooses what an OpenAI-compatible profile sends (:class:`~routebr_kit.prompts.Protocol`): ``kit`` (the
 kit's prompt texts for the language, or the kit-format file at ``prompts_path``) or ``published`` (the published
 request bodies, with the texts of the published ``prompts.json`` at ``prompts_path``, read at run time).
 
