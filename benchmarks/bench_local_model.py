@@ -77,7 +77,7 @@ def main(argv: list[str]) -> int:
                 model_s = sum(latency)
                 rows.append({
                     "format": "free" if constrain is Constrain.NONE else "constrained", "concurrency": concurrency,
-                    "cases": len(result.rows), "first_pass_valid": sum(r.first_pass_valid for r in result.rows),
+                    "cases": len(result.rows), "first_pass_valid": sum(bool(r.first_pass_valid) for r in result.rows),
                     "fail_closed": result.summary["fail_closed"],
                     "prompt_tok/s": round(prompt / model_s, 1) if model_s else 0.0,
                     "completion_tok/s": round(completion / model_s, 1) if model_s else 0.0,
