@@ -113,7 +113,7 @@ def test_cases_through_run_record_replayable_receipts(bench, constrain):
         receipt = read_json(out / "raw" / f"{row['case_id']}.json", "a receipt")
         first = receipt["responses"][0]
         assert first["reported_model"] == SMOLLM2.alias
-        fmt = first["request_body"]["response_format"]
+        fmt = receipt["calls"][0]["request_body"]["response_format"]
         if constrain == "none":
             assert fmt == {"type": "json_object"}
         else:
@@ -133,7 +133,7 @@ def test_b1_constrained_through_run(bench):
     out = bench["root"] / "b1-json-schema"
     assert _run(bench, out, "--system", "b1", "--constrain", "json-schema") == 0
     receipt = read_json(out / "raw" / f"{_rows(out)[0]['case_id']}.json", "a receipt")
-    props = receipt["responses"][0]["request_body"]["response_format"]["schema"]["properties"]
+    props = receipt["calls"][0]["request_body"]["response_format"]["schema"]["properties"]
     assert {"terminal", "boundary"} <= set(props) and "rule_ids" not in props
 
 
