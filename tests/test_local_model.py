@@ -54,7 +54,7 @@ class Served:
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
+            self.process.send_signal(signal.SIGTERM)  # SIGINT is ignored in a background job; TERM is not
             rest = self.process.communicate(timeout=60)[0]
             assert self.process.returncode == 0 and "server stopped" in rest, rest
         self.process = None
