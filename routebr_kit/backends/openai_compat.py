@@ -1,7 +1,8 @@
 """The OpenAI-compatible adapter, on the ``openai`` SDK's async client.
 
 One call = a system message (the stage's instruction from a versioned :class:`~routebr_kit.prompts.PromptSet`)
-and a user message (the stage payload as compact JSON, non-ASCII kept), ``response_format`` ``json_object``,
+and a user message (the stage payload as compact JSON, non-ASCII kept), ``response_format`` ``json_object`` — or,
+with ``constrain="json-schema"``, the JSON Schema of this call's answer (:mod:`routebr_kit.backends.constrain`) —
 the profile's request options (``temperature`` included, and provider fields such as ``thinking`` or
 ``enable_thinking``) and ``seed`` where the profile allows it.  The body is posted as built, through the SDK
 client's documented ``post`` for custom requests — the SDK still owns authentication, the base URL, the
@@ -58,10 +59,13 @@ from ..prompts import PromptSet, Protocol, PublishedPrompts
 from ..prompts.published import published_payload, wire_bytes
 from ..store.redact import escape_surrogates, redact_text, register_secret, url_secrets
 from .cache import ResponseCache
+from .constrain import Constrain, SchemaStyle, response_format
 from .profiles import Profile, check_deadline
 
 #: Statuses worth another attempt (the SDK's own list): timeouts, conflicts, rate limits, server errors.
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+#: What the SDK sends as the key to a loopback server whose profile names no key variable (it requires a value).
+NO_KEY = "no-key"
 MAX_BACKOFF_S = 30.0
 #: The most body bytes one response may carry, as received (before any content decoding); a longer body — an
 #: endless chunked one sent as fast as the link allows — is a malformed response, not memory the call fills
@@ -131,20 +135,25 @@ class OpenAICompatBackend:
     """An OpenAI-compatible chat-completions backend for one profile and one prompt set."""
 
     def __init__(self, profile: Profile, prompts: PromptSet | PublishedPrompts, *, cache: ResponseCache | None = None,
-                 seed: int | None = None, rate_limiter: Any = None, deadline_s: float | None = None) -> None:
+                 seed: int | None = None, rate_limiter: Any = None, deadline_s: float | None = None,
+                 constrain: Constrain | str = Constrain.NONE) -> None:
         self.profile = profile
         #: the wall-clock deadline of one call in seconds (the profile's unless given)
         self.deadline_s = check_deadline(profile.deadline_s if deadline_s is None else deadline_s)
+        self.constrain = Constrain.parse(constrain)  # --constrain: the response_format of every body (.constrain)
         self.prompts = prompts
         self.cache = cache
         self.seed = seed
         self.rate_limiter = rate_limiter
         # a published-protocol run is a different backend: its name differs, so resuming across protocols is refused
         suffix = "" if prompts.protocol is Protocol.KIT else f"@{prompts.protocol.value}"
+        # so is a constrained run (resume refuses to mix response formats in one run)
+        suffix += "" if self.constrain is Constrain.NONE else f"+{self.constrain.value}"
         self.name = f"openai:{profile.name}{suffix}"
         self._client: openai.AsyncOpenAI | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
-        if not (cache is not None and cache.replay_only) and not os.environ.get(profile.api_key_env):
+        if profile.api_key_env and not (cache is not None and cache.replay_only) \
+                and not os.environ.get(profile.api_key_env):
             raise DataError(ErrorCode.EMPTY_VALUE, f"the API key in environment variable {profile.api_key_env}",
                             field="api_key_env", detail=f"profile {profile.name}")
         register_secret(*self.secrets())  # redacted from everything the kit writes (routebr_kit.store.redact)
@@ -171,7 +180,8 @@ class OpenAICompatBackend:
                                                                          separators=(",", ":")))},
             ],
             "stream": False,
-            "response_format": {"type": "json_object"},
+            "response_format": response_format(self.constrain, SchemaStyle(self.profile.json_schema_style),
+                                               call.stage, call.payload),
             **self.profile.request_options,
         }
         if self.profile.send_seed and self.seed is not None:
@@ -325,7 +335,8 @@ class OpenAICompatBackend:
             http = openai.DefaultAsyncHttpxClient(transport=_BoundedTransport(MAX_RESPONSE_BYTES),
                                                   timeout=self.profile.timeout_s)
             self._client = openai.AsyncOpenAI(base_url=self.profile.base_url,
-                                              api_key=os.environ.get(self.profile.api_key_env, ""),
+                                              api_key=(os.environ.get(self.profile.api_key_env, "")
+                                                       if self.profile.api_key_env else NO_KEY),
                                               max_retries=0, timeout=self.profile.timeout_s, http_client=http)
             self._client_loop = loop
         return self._client
@@ -339,17 +350,17 @@ class OpenAICompatBackend:
     def with_rate_limiter(self, limiter: Any) -> OpenAICompatBackend:
         """The same backend whose network attempts (not cache hits) wait for ``limiter``."""
         return OpenAICompatBackend(self.profile, self.prompts, cache=self.cache, seed=self.seed, rate_limiter=limiter,
-                                   deadline_s=self.deadline_s)
+                                   deadline_s=self.deadline_s, constrain=self.constrain)
 
     def with_deadline(self, seconds: float) -> OpenAICompatBackend:
         """The same backend with another call deadline (``run --deadline-s``); the profile is unchanged."""
         return OpenAICompatBackend(self.profile, self.prompts, cache=self.cache, seed=self.seed,
-                                   rate_limiter=self.rate_limiter, deadline_s=seconds)
+                                   rate_limiter=self.rate_limiter, deadline_s=seconds, constrain=self.constrain)
 
     def secrets(self) -> tuple[str, ...]:
         """The values to redact from everything written: the API key and any password in the base URL."""
-        return tuple(v for v in (os.environ.get(self.profile.api_key_env, ""), *url_secrets(self.profile.base_url))
-                     if v)
+        key = os.environ.get(self.profile.api_key_env, "") if self.profile.api_key_env else ""
+        return tuple(v for v in (key, *url_secrets(self.profile.base_url)) if v)
 
     def manifest(self) -> dict[str, Any]:
         """What a run manifest records: profile (with its hash), protocol, prompt set (with the file's hash), seed,
@@ -357,7 +368,7 @@ class OpenAICompatBackend:
         return {"name": self.name, "kind": "openai_compatible", "profile": {**self.profile.as_dict(),
                                                                             "sha256": self.profile.sha256},
                 "protocol": self.protocol.value, "prompts": self.prompts.describe(),
-                "seed": self.seed if self.profile.send_seed else None,
+                "seed": self.seed if self.profile.send_seed else None, "constrain": self.constrain.value,
                 "cache": None if self.cache is None else self.cache.mode.value, "deadline_s": self.deadline_s}
 
     def __repr__(self) -> str:

@@ -7,7 +7,8 @@ A profiles file is JSON or YAML mapping a profile name to its settings.  The pub
 key                        meaning
 =========================  ==========================================================================
 ``base_url``               the endpoint (``http(s)://…``, the SDK appends ``/chat/completions``)
-``api_key_env``            the *name* of the environment variable holding the key (never the key)
+``api_key_env``            the *name* of the environment variable holding the key (never the key); may be
+                           omitted only for a loopback ``base_url`` (a local server that takes no key)
 ``model``                  the requested model
 ``provider``               a label for manifests
 ``request_options``        extra body fields: ``temperature`` (default 0), ``max_tokens``, ``thinking`` …
@@ -15,6 +16,8 @@ key                        meaning
 ``formal_result_eligible`` recorded in manifests
 ``send_seed``              send the run's ``seed`` (only where the provider honours it; default false)
 ``prompt_language``        ``en``, ``zh`` or ``auto`` (from the cases; default)
+``json_schema_style``      how ``--constrain json-schema`` sends its schema: ``openai`` (default) or ``inline``
+                           (see :mod:`routebr_kit.backends.constrain`)
 ``timeout_s``, ``max_retries``, ``retry_backoff_s``, ``max_retry_after_s``   the retry policy (``timeout_s``
                            bounds each connect, write and read, not a whole call)
 ``deadline_s``             the wall-clock deadline of one model call: connect, headers and body of every
@@ -40,12 +43,19 @@ from typing import Any
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_json
 from ..store.files import MAX_JSON_BYTES, MAX_YAML_BYTES, parse_json, parse_yaml, read_text
+from .constrain import SCHEMA_STYLES
 
 RESERVED_OPTIONS = ("model", "messages", "stream", "response_format", "seed")
 PROMPT_LANGUAGES = ("auto", "en", "zh")
 #: The default wall-clock deadline of one model call (seconds): room for a slow reasoning model and a retry or two.
 DEFAULT_DEADLINE_S = 300.0
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: A base URL on this machine: the only kind a profile may name without an API-key variable.
+_LOOPBACK = re.compile(r"https?://(127(?:\.\d{1,3}){3}|localhost|\[::1\])(?::\d+)?(?:/|$)")
+
+
+def is_loopback(base_url: str) -> bool:
+    return _LOOPBACK.match(base_url) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +72,7 @@ class Profile:
     formal_result_eligible: bool = False
     send_seed: bool = False
     prompt_language: str = "auto"
+    json_schema_style: str = "openai"
     timeout_s: float = 60.0
     max_retries: int = 3
     retry_backoff_s: float = 1.0
@@ -90,6 +101,8 @@ class Profile:
             "prompt_language": self.prompt_language, "timeout_s": self.timeout_s, "max_retries": self.max_retries,
             "retry_backoff_s": self.retry_backoff_s, "max_retry_after_s": self.max_retry_after_s,
             "deadline_s": self.deadline_s,
+            # recorded (and hashed) only when it is not the default
+            **({"json_schema_style": self.json_schema_style} if self.json_schema_style != "openai" else {}),
         }
 
     @property
@@ -97,12 +110,12 @@ class Profile:
         return sha256_json(self.as_dict())
 
 
-_REQUIRED = ("base_url", "api_key_env", "model")
+_REQUIRED = ("base_url", "model")
 _TYPES: dict[str, tuple[type, ...]] = {
     "provider": (str,), "base_url": (str,), "api_key_env": (str,), "model": (str,), "request_options": (dict,),
     "accepted_reported_models": (list,), "formal_result_eligible": (bool,), "send_seed": (bool,),
-    "prompt_language": (str,), "timeout_s": (int, float), "max_retries": (int,), "retry_backoff_s": (int, float),
-    "max_retry_after_s": (int, float), "deadline_s": (int, float),
+    "prompt_language": (str,), "json_schema_style": (str,), "timeout_s": (int, float), "max_retries": (int,),
+    "retry_backoff_s": (int, float), "max_retry_after_s": (int, float), "deadline_s": (int, float),
 }
 
 
@@ -154,8 +167,14 @@ def _profile(name: str, settings: Any, file: str, line: int | None) -> Profile:
             raise bad(ErrorCode.WRONG_TYPE, "/".join(k.__name__ for k in kinds), key, type(value).__name__)
     if not re.match(r"https?://", settings["base_url"]):
         raise bad(ErrorCode.INVALID_VALUE, "an http:// or https:// URL", "base_url", settings["base_url"])
-    if not _ENV_NAME.fullmatch(settings["api_key_env"]):
+    if "api_key_env" not in settings and not is_loopback(settings["base_url"]):
+        raise bad(ErrorCode.EMPTY_VALUE, "an api_key_env (only a loopback base_url may go without a key)",
+                  "api_key_env")
+    if "api_key_env" in settings and not _ENV_NAME.fullmatch(settings["api_key_env"]):
         raise bad(ErrorCode.INVALID_VALUE, "an environment variable name", "api_key_env")
+    if settings.get("json_schema_style", "openai") not in SCHEMA_STYLES:
+        raise bad(ErrorCode.UNKNOWN_ENUM, " or ".join(SCHEMA_STYLES), "json_schema_style",
+                  settings["json_schema_style"])
     options = settings.get("request_options", {})
     for key in options:
         if key in RESERVED_OPTIONS:
@@ -174,10 +193,10 @@ def _profile(name: str, settings: Any, file: str, line: int | None) -> Profile:
     if "deadline_s" in settings:
         check_deadline(settings["deadline_s"], field=f"{name}.deadline_s", file=file, line=line)
     extra = {k: settings[k] for k in ("provider", "formal_result_eligible", "send_seed", "prompt_language",
-                                      "timeout_s", "max_retries", "retry_backoff_s", "max_retry_after_s",
-                                      "deadline_s")
+                                      "json_schema_style", "timeout_s", "max_retries", "retry_backoff_s",
+                                      "max_retry_after_s", "deadline_s")
              if k in settings}
-    return Profile(name, settings["base_url"], settings["api_key_env"], settings["model"],
+    return Profile(name, settings["base_url"], settings.get("api_key_env", ""), settings["model"],
                    request_options=MappingProxyType(dict(options)), accepted_reported_models=tuple(accepted), **extra)
 
 
@@ -210,9 +229,9 @@ def missing_api_keys(profiles: Iterable[str], profiles_path: str | Path) -> tupl
     if unknown:
         raise DataError(ErrorCode.UNKNOWN_REFERENCE, "profiles defined in the profiles file", got=unknown,
                         file=str(profiles_path), field="profiles")
-    needed = sorted({known[p].api_key_env for p in profiles})
+    needed = sorted({known[p].api_key_env for p in profiles if known[p].api_key_env})
     return tuple(name for name in needed if not os.environ.get(name))
 
 
 __all__ = ["DEFAULT_DEADLINE_S", "PROFILE_LABELS", "PROMPT_LANGUAGES", "RESERVED_OPTIONS", "Profile",
-           "check_deadline", "load_profile", "load_profiles", "missing_api_keys"]
+           "check_deadline", "is_loopback", "load_profile", "load_profiles", "missing_api_keys"]

@@ -1,5 +1,7 @@
 """Build a backend from its spec string: ``sim:<profile>``, ``local:lexical`` or an OpenAI-compatible profile name.
 
+``constrain`` (``none`` or ``json-schema``, :mod:`~routebr_kit.backends.constrain`) chooses an OpenAI-compatible
+profile's ``response_format``.
 ``protocol`` chooses what an OpenAI-compatible profile sends (:class:`~routebr_kit.prompts.Protocol`): ``kit`` (the
 kit's prompt texts for the language, or the kit-format file at ``prompts_path``) or ``published`` (the published
 request bodies, with the texts of the published ``prompts.json`` at ``prompts_path``, read at run time).
@@ -27,6 +29,7 @@ from ..prompts import (
 )
 from ..store.cases import Case
 from .cache import ResponseCache
+from .constrain import Constrain
 from .profiles import load_profile
 
 #: The kit's example profiles (local OpenAI-compatible servers); pass ``profiles_path`` for any other file.
@@ -38,7 +41,8 @@ LEXICAL = "local:lexical"
 def make_backend(spec: str, *, cases: Iterable[Case] | None = None, catalog: Catalog | None = None, seed: int = 0,
                  profiles_path: str | Path | None = None, cache: ResponseCache | None = None,
                  prompts: PromptSet | PublishedPrompts | None = None, language: Language | str = "auto",
-                 protocol: Protocol | str = Protocol.KIT, prompts_path: str | Path | None = None) -> Any:
+                 protocol: Protocol | str = Protocol.KIT, prompts_path: str | Path | None = None,
+                 constrain: Constrain | str = Constrain.NONE) -> Any:
     """The backend a spec names (see the module docstring).
 
     ``cases`` feed the simulator (it applies its error model to each case's gold route) and choose the prompt
@@ -48,6 +52,11 @@ def make_backend(spec: str, *, cases: Iterable[Case] | None = None, catalog: Cat
     with ``protocol='published'`` is refused rather than silently ignored).
     """
     protocol = Protocol.parse(protocol)
+    constrain = Constrain.parse(constrain)
+    if constrain is not Constrain.NONE and spec.startswith((SIM_PREFIX, "local:")):
+        raise DataError(ErrorCode.INVALID_VALUE, "an OpenAI-compatible profile for --constrain json-schema (it shapes "
+                        "the request's response_format; simulated and lexical backends send none)",
+                        field="constrain", got=spec)
     if prompts is not None and (prompts.protocol is not protocol or prompts_path is not None):
         raise DataError(ErrorCode.INVALID_VALUE, f"either prompts of the {protocol.value} protocol or prompts_path",
                         field="prompts", got=prompts.protocol.value)
@@ -90,7 +99,7 @@ def make_backend(spec: str, *, cases: Iterable[Case] | None = None, catalog: Cat
         if chosen == "auto":
             chosen = detect_language(c.request.utterance for c in cases or ()).value
         prompts = load_prompts(chosen, path=prompts_path)
-    return OpenAICompatBackend(profile, prompts, cache=cache, seed=seed)
+    return OpenAICompatBackend(profile, prompts, cache=cache, seed=seed, constrain=constrain)
 
 
 def published_prompts_path(artifact_dir: str | Path | None) -> Path:

@@ -50,6 +50,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "review": ("review", "review"),
     "verify": ("verify", "verify"),
     "report": ("report", "report"),
+    "serve-model": ("serve_model", "serve_model"),
 }
 
 

@@ -49,6 +49,10 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--protocol", choices=("kit", "published"), default="kit",
                    help="request protocol: kit (its own prompts, stricter B2 validation, schema-restating repair; "
                         "default) or published (the published request bodies and B1/B2 acceptance; needs --prompts)")
+    p.add_argument("--constrain", choices=("none", "json-schema"), default="none",
+                   help="response_format of every request (OpenAI-compatible profiles): none = any JSON object "
+                        "(default); json-schema = this call's answer schema (catalog, candidate and rule enums), "
+                        "recorded in the request bodies and the manifest; the controller still validates all")
     p.add_argument("--prompts", type=Path, default=None,
                    help="prompt file: ARTIFACT/experiments/prompts.json with --protocol published; "
                         "a kit-format prompt file otherwise (default: the kit's own for the language)")
@@ -91,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
             args.cache, mode=CacheMode.REPLAY_ONLY if args.replay_only else CacheMode.READ_WRITE)
         backend = make_backend(args.profile, cases=cases, catalog=assets.catalog, seed=args.seed,
                                profiles_path=args.profiles, cache=cache, language=args.language,
-                               protocol=args.protocol, prompts_path=args.prompts)
+                               protocol=args.protocol, prompts_path=args.prompts, constrain=args.constrain)
         if args.deadline_s is not None:
             backend = _with_deadline(backend, args.deadline_s, args.profile)
         result = run_cases(cases, backend, system=system, assets=assets, out_dir=args.out,
@@ -140,7 +144,7 @@ def _repeated(args: argparse.Namespace, assets: Assets, cases: list, system, pro
     for i in range(args.repeats):
         backend = make_backend(args.profile, cases=cases, catalog=assets.catalog, seed=args.seed + i,
                                profiles_path=args.profiles, cache=cache, language=args.language,
-                               protocol=args.protocol, prompts_path=args.prompts)
+                               protocol=args.protocol, prompts_path=args.prompts, constrain=args.constrain)
         if args.deadline_s is not None:
             backend = _with_deadline(backend, args.deadline_s, args.profile)
         out = args.out / REPEAT_DIR.format(i)

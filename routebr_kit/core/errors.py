@@ -53,6 +53,9 @@ class ErrorCode(str, enum.Enum):
     DOWNLOAD_FAILED = "DOWNLOAD_FAILED"
     CHECKSUM_MISMATCH = "CHECKSUM_MISMATCH"
     UNSAFE_ARCHIVE = "UNSAFE_ARCHIVE"
+    # the local model server (routebr-kit serve-model)
+    MISSING_EXTRA = "MISSING_EXTRA"  # an optional extra (pyproject [project.optional-dependencies]) is not installed
+    SERVER_FAILED = "SERVER_FAILED"  # a server the kit started exited or never answered
 
 
 class KitError(Exception):
