@@ -577,9 +577,9 @@ def release_review(*, order: pd.DataFrame, edits: pd.DataFrame, moves: pd.DataFr
     """Notebook 10: where the new rule sits in the first-match order, what its review changes (every change class,
     adding up to the changed total), the exact verifier's verdict, the coverage, and the registry and prompt edits.
 
-    ``order``: :func:`~routebr_kit.notebook.review_source.first_match_order` of the candidate program for
+    ``order``: :func:`~routebr_kit.notebook.review_traffic.first_match_order` of the candidate program for
     ``action``; ``edits``: one :meth:`Review.summary` row per edit (``edit`` column: ``rule``, ``registry``,
-    ``prompt``); ``moves``: :func:`~routebr_kit.notebook.review_source.transitions` of the rule edit;
+    ``prompt``); ``moves``: :func:`~routebr_kit.notebook.review_traffic.transitions` of the rule edit;
     ``verify``/``cover``: :meth:`SemanticDiff.as_dict` of the rule edit and :meth:`CoverageReport.as_dict` of the
     base program; ``gates``: each edit's criteria (:meth:`CriterionResult.as_dict`); ``slices``: each edit's
     :meth:`ImpactReport.summary` row; ``live``: the prompt edit's live re-run cost (:meth:`Cost.as_dict`).
