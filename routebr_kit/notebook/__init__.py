@@ -21,6 +21,8 @@ _EXPORTS: dict[str, str] = {
     "explorer_agreement": "conclusions",
     "explorer_summary": "conclusions",
     "failure_story": "conclusions",
+    "forbidden_contrast": "conclusions",
+    "gate_calibration": "conclusions",
     "metaroute_ablations": "conclusions",
     "metaroute_conclusion": "conclusions",
     "metaroute_robustness": "conclusions",

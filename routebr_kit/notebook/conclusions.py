@@ -700,6 +700,71 @@ def release_review(*, order: pd.DataFrame, edits: pd.DataFrame, moves: pd.DataFr
     return f.conclusion(bullets, source, heading=False)
 
 
+def forbidden_contrast(*, base: Mapping[str, str], candidate: Mapping[str, str], check: Mapping[str, Any],
+                       gold: str, metrics: Mapping[str, Any], verdicts: Mapping[str, bool], case_id: str,
+                       system: str, source: str) -> Conclusion:
+    """Notebook 10's MAIN-0005 contrast: a candidate that dispatches a different action on one row whose gold path
+    dispatches — the paper's gold-based false dispatch does not count it, the kit's forbidden dispatch does.
+
+    ``base``/``candidate``: ``exact``, ``false_dispatch`` and ``forbidden_dispatch`` as ``"k/n"`` counts;
+    ``check``: :meth:`DispatchCheck.as_dict` of the candidate row; ``metrics``: :meth:`DiffReport.metrics`;
+    ``verdicts``: gate spec → passed."""
+    f = Facts()
+    counts = {k: (_count(base[k]), _count(candidate[k])) for k in ("exact", "false_dispatch", "forbidden_dispatch")}
+    for key, (b, c) in counts.items():
+        f.count(f"base_{key}", *b)
+        f.count(f"candidate_{key}", *c)
+    fd_same = counts["false_dispatch"][0] == counts["false_dispatch"][1]
+    bullets = [
+        f"On `{case_id}` the gold path is `{gold}`, so the gold boundary allows a dispatch; the candidate dispatches "
+        f"`{check['action_id']}` instead. The paper's gold-based false dispatch of {system} goes from "
+        f"{f.texts['base_false_dispatch']} to {f.texts['candidate_false_dispatch']} — "
+        + ("it does not see the change" if fd_same else "it changes") + "; exact match goes from "
+        f"{f.texts['base_exact']} to {f.texts['candidate_exact']}.",
+        f"The release's own controller answers `{check['controller_terminal']}` on this state "
+        f"({check['controller_reason']}" + (f", rule `{check['rule_id']}`" if check.get("rule_id") else "")
+        + f"): forbidden dispatch goes from {f.texts['base_forbidden_dispatch']} to "
+        f"{f.texts['candidate_forbidden_dispatch']}"
+        + (f" (cause: `{check['cause']}`)." if check.get("cause") else "."),
+        f"The paired diff of the two ledgers counts {f.integer('changed', metrics['changed'])} changed row(s): "
+        f"{f.integer('new_false_dispatch', metrics['new_false_dispatch'])} new false dispatch and "
+        f"{f.integer('new_forbidden_dispatch', metrics['new_forbidden_dispatch'])} new forbidden dispatch, with an "
+        f"exact-match drop of {f.points('path_exact_drop', metrics['path_exact_drop'])} points.",
+    ]
+    bullets += [f"Gate `{spec}`: **{'passed' if ok else 'failed'}**." for spec, ok in verdicts.items()]
+    f.values["verdicts"] = dict(verdicts)
+    return f.conclusion(bullets, source, heading=False)
+
+
+def gate_calibration(calibrations: Mapping[tuple[str, str], Any], *, gates: Mapping[str, str],
+                     source: str) -> Conclusion:
+    """Notebook 10's gate calibration: each gate's A/A false alarm and power under each re-run model.
+
+    ``calibrations[(model, gate name)]``: :class:`~routebr_kit.review.calibration.Calibration`; ``gates``: gate
+    name → spec."""
+    f = Facts()
+    first = next(iter(calibrations.values()))
+    bullets = [f"Each gate is judged on {f.integer('sims', first.sims)} simulated re-runs of the same "
+               f"{f.integer('rows', first.rows)} RouteBR rows with nothing changed (A/A: a failure is a false alarm) "
+               f"and as many with a {f.points('effect_pp', first.effect_pp)}-point drop in exact match (power); "
+               "brackets are Wilson 95% intervals, the Monte-Carlo error of these simulations."]
+    for (model, name), c in calibrations.items():
+        aa = f.put(f"{model}_{name}_false_alarm", round(c.gate_false_alarm.rate, 4), c.gate_false_alarm.text())
+        power = (f.put(f"{model}_{name}_power", round(c.gate_power.rate, 4), c.gate_power.text())
+                 if c.gate_power is not None else None)
+        verdict = ("a false alarm on most unchanged re-runs — the gate flags noise" if c.gate_false_alarm.rate > 0.5
+                   else "more false alarms than the 5% level" if c.gate_false_alarm.interval[0] > 0.05
+                   else "within the 5% level")
+        bullets.append(f"**{name}** gate (`{gates[name]}`), re-run model *{model}*: A/A false alarm {aa} "
+                       f"({verdict})" + (f"; power {power}." if power else "."))
+    uncalibrated = sorted({c.criterion for cal in calibrations.values() for c in cal.criteria
+                           if c.false_alarm is None})
+    if uncalibrated:
+        bullets.append("Not calibrated (not a function of the drawn outcomes): "
+                       + _and([f"`{u}`" for u in uncalibrated]) + ".")
+    return f.conclusion(bullets, source, heading=False)
+
+
 def _percent(f: Facts, name: str, value: float) -> str:
     """A value already in percent, one decimal, with its sign of percent (``4.4%``)."""
     return f.put(name, round(float(value), 2), f"{float(value):.1f}%")
@@ -1003,5 +1068,6 @@ def metaroute_robustness(share: pd.DataFrame, ranking: pd.DataFrame, *, seeds: i
 
 
 __all__ = ["Conclusion", "Facts", "ablations", "adversarial", "dataset", "explorer_agreement", "explorer_summary",
-           "failure_story", "metaroute_ablations", "metaroute_conclusion", "metaroute_robustness", "paper_replay",
+           "failure_story", "forbidden_contrast", "gate_calibration", "metaroute_ablations", "metaroute_conclusion",
+           "metaroute_robustness", "paper_replay",
            "quickstart_conclusion", "release_review", "rq1", "rq2", "rq3", "screening"]
