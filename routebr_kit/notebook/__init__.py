@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "metaroute_conclusion": "conclusions",
     "metaroute_robustness": "conclusions",
     "paper_replay": "conclusions",
+    "pass_k": "conclusions",
     "quickstart_conclusion": "conclusions",
     "release_review": "conclusions",
     "rq1": "conclusions",

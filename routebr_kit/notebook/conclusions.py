@@ -382,6 +382,26 @@ def screening(table: pd.DataFrame, comparison: pd.DataFrame, spread: pd.DataFram
     return f.conclusion(bullets, source)
 
 
+def pass_k(table: pd.DataFrame, *, repeats: int, source: str) -> Conclusion:
+    """Notebook 02's pass^k: per simulated backend, pass^1, pass^k at the largest k and consistency.
+
+    ``table``: one row per backend with ``backend``, ``cases``, ``pass^1 %`` … ``pass^<repeats> %`` and
+    ``consistency %`` (percentages, one decimal)."""
+    f = Facts()
+    k = f.integer("repeats", repeats)
+    bullets = [f"pass^1 is each backend's mean accuracy over the {k} repeats; the gap down to pass^{k} is the cases it "
+               "gets right on some repeats only."]
+    for r in table.to_dict("records"):
+        key = _slug(str(r["backend"]))
+        bullets.append(f"{r['backend']}: pass^1 {_percent(f, key + '_pass_1', float(r['pass^1 %']))}, pass^{k} "
+                       f"{_percent(f, key + '_pass_k', float(r[f'pass^{repeats} %']))}; one final path on every "
+                       f"repeat for {_percent(f, key + '_consistency', float(r['consistency %']))} of its "
+                       f"{f.integer(key + '_cases', r['cases'])} cases.")
+    bullets.append("The repeats are simulator seeds of one error model per profile: the spread shown is the "
+                   "simulator's, not evidence about how consistent a hosted model is.")
+    return f.conclusion(bullets, source, heading=False)
+
+
 # ---------------------------------------------------------------------------------------------------- notebook 07
 def _shown(output: Any) -> str:
     """A recorded model output as one line of code (receipts hold JSON text, ledgers parsed objects)."""
@@ -1070,4 +1090,4 @@ def metaroute_robustness(share: pd.DataFrame, ranking: pd.DataFrame, *, seeds: i
 __all__ = ["Conclusion", "Facts", "ablations", "adversarial", "dataset", "explorer_agreement", "explorer_summary",
            "failure_story", "forbidden_contrast", "gate_calibration", "metaroute_ablations", "metaroute_conclusion",
            "metaroute_robustness", "paper_replay",
-           "quickstart_conclusion", "release_review", "rq1", "rq2", "rq3", "screening"]
+           "pass_k", "quickstart_conclusion", "release_review", "rq1", "rq2", "rq3", "screening"]
