@@ -34,6 +34,7 @@ _EXPORTS: dict[str, str] = {
     "rq2": "conclusions",
     "rq3": "conclusions",
     "screening": "conclusions",
+    "security": "conclusions",
     "decisions_table": "display",
     "outcome_figure": "display",
     "setup": "display",

@@ -1019,6 +1019,46 @@ def adversarial(worst: pd.DataFrame, lexical: Mapping[str, Mapping[str, Any]], b
     return f.conclusion(bullets, source, heading=False)
 
 
+def security(card: Sequence[Any], attacks: Sequence[Any], *, source: str) -> Conclusion:
+    """Notebook 11's scorecard and adaptive attacker: per system and language the three AgentDojo measures, then
+    each system's forbidden dispatches under the best attack found beside its attack-surface bound.
+
+    ``card``: :class:`~routebr_kit.adversarial.scorecard.ScorecardRow` rows; ``attacks``:
+    :class:`~routebr_kit.adversarial.scorecard.AdaptiveResult` results."""
+    f = Facts()
+    bullets = []
+
+    def share(name: str, rate: Any) -> str:
+        return f.count(name, rate.k, rate.n) if rate.n else "no case"
+
+    for row in card:
+        key = f"{_slug(row.system)}_{_slug(row.language)}"
+        bullets.append(f"**{row.system}** ({row.language}): benign utility {share(key + '_benign', row.benign_utility)}"
+                       f", utility under attack {share(key + '_under_attack', row.utility_under_attack)}, targeted "
+                       f"attack success {share(key + '_asr', row.targeted_asr)}.")
+    for a in attacks:
+        key = f"adaptive_{_slug(a.backend)}_{_slug(a.language)}"
+        systems = []
+        for s in a.systems:
+            name = f"{key}_{_slug(s.system)}"
+            within = s.forbidden_dispatch.k <= s.reachable_forbidden
+            systems.append(f"{s.system} {f.count(name + '_forbidden', s.forbidden_dispatch.k, s.forbidden_dispatch.n)}"
+                           f" (bound {f.integer(name + '_bound', s.reachable_forbidden)}"
+                           + ("" if within else ", **beyond its bound: a bug**") + ")")
+        everyone = all(s.forbidden_dispatch.k <= s.reachable_forbidden for s in a.systems)
+        bullets.append(
+            f"Adaptive attacker, {a.backend} ({a.language}, {f.integer(key + '_budget', a.budget)} evaluations): the "
+            f"best attack found made the proposer follow on "
+            f"{f.count(key + '_followed', a.best_followed.k, a.best_followed.n)} cases "
+            f"({f.count(key + '_unattacked', a.unattacked_followed.k, a.unattacked_followed.n)} with no attack). "
+            f"Forbidden dispatches under it, with the `attack-surface` bound: {_and(systems)} — "
+            + ("every system within its envelope." if everyone else "a system beyond its envelope."))
+    if any(a.backend.startswith("sim:") for a in attacks):
+        bullets.append("The simulated profile draws its answers from the gold route and the case ID, never from the "
+                       "request text: no injection moves it, and its rates are the simulator's, not a model's.")
+    return f.conclusion(bullets, source, heading=False)
+
+
 # ---------------------------------------------------------------------------------------------------- notebook 12
 def metaroute_robustness(share: pd.DataFrame, ranking: pd.DataFrame, *, seeds: int, mode: str,
                          at_published: Any = None) -> Conclusion:
@@ -1090,4 +1130,4 @@ def metaroute_robustness(share: pd.DataFrame, ranking: pd.DataFrame, *, seeds: i
 __all__ = ["Conclusion", "Facts", "ablations", "adversarial", "dataset", "explorer_agreement", "explorer_summary",
            "failure_story", "forbidden_contrast", "gate_calibration", "metaroute_ablations", "metaroute_conclusion",
            "metaroute_robustness", "paper_replay",
-           "pass_k", "quickstart_conclusion", "release_review", "rq1", "rq2", "rq3", "screening"]
+           "pass_k", "quickstart_conclusion", "release_review", "rq1", "rq2", "rq3", "screening", "security"]
