@@ -19,6 +19,9 @@ from typing import Any
 import pandas as pd
 
 from ..core.controller import Decision
+from ..evaluation.forbidden import dispatches
+from ..evaluation.metrics import index_cases
+from ..evaluation.stats import mcnemar
 from ..experiments.guarantee import DispatchAudit, SearchResult
 from ..experiments.replication import INDEPENDENT, REBUILT, ReplayReport
 from ..metaroute.run import BenchmarkRun
@@ -164,9 +167,19 @@ def _guarantee_sentence(f: Facts, audit: DispatchAudit, where: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------- notebook 04
+def _pairs_right(anatomy: pd.DataFrame, label: str) -> dict[str, bool]:
+    """FLIP pair ID → both members of the pair on their gold path, for ``label`` (a column of ``pair_anatomy``)."""
+    right = anatomy[label].astype(str).str.endswith("✓")
+    return {str(k): bool(v) for k, v in right.groupby(anatomy["pair_id"]).all().items()}
+
+
 def rq2(pair_table: pd.DataFrame, missed: pd.DataFrame, audit: DispatchAudit, search: SearchResult | None,
-        source: str) -> Conclusion:
-    """RQ2: FLIP pairs per system, what the state gate changes, RouteBR's misses and the exact guarantee."""
+        source: str, *, anatomy: pd.DataFrame | None = None) -> Conclusion:
+    """RQ2: FLIP pairs per system, what the state gate changes, RouteBR's misses and the exact guarantee.
+
+    ``anatomy`` (:func:`~routebr_kit.evaluation.analysis.pair_anatomy`) gives each pair's outcome per system, so a
+    baseline's pair count is compared with RouteBR's by an exact McNemar test on the same pairs; without it the
+    counts are stated side by side, not compared."""
     f = Facts()
     bullets = []
     rows = {r["system"]: r for _, r in pair_table.iterrows()}
@@ -186,9 +199,20 @@ def rq2(pair_table: pd.DataFrame, missed: pd.DataFrame, audit: DispatchAudit, se
         if label in rows:
             hits, n = _count(rows[label]["pairs"])
             ours = _count(rb["pairs"])[0]
+            fd = f.count(key + '_fd', *_count(rows[label]['FD']))
+            if anatomy is None or label not in anatomy.columns or ROUTEBR not in anatomy.columns:
+                bullets.append(f"{label} got {f.count(key + '_pairs', hits, n)} pairs fully right, with false "
+                               f"dispatch {fd}.")
+                continue
             relation = "more than" if hits > ours else "fewer than" if hits < ours else "as many as"
-            bullets.append(f"{label} got {f.count(key + '_pairs', hits, n)} pairs — {relation} RouteBR — with "
-                           f"false dispatch {f.count(key + '_fd', *_count(rows[label]['FD']))}.")
+            test = mcnemar(_pairs_right(anatomy, ROUTEBR), _pairs_right(anatomy, label))
+            verdict = "significant" if test.p_two_sided < 0.05 else "not significant"
+            bullets.append(
+                f"{label} got {f.count(key + '_pairs', hits, n)} pairs — {relation} RouteBR — with false dispatch "
+                f"{fd}. Exact McNemar on the same {f.integer(key + '_paired', test.paired)} pairs: "
+                f"{f.integer(key + '_routebr_only', test.a_only_correct)} only RouteBR got right, "
+                f"{f.integer(key + '_only', test.b_only_correct)} only {label} (p = "
+                f"{f.p(key + '_mcnemar_p', test.p_two_sided)}, {verdict} at the 5% level).")
     misses = missed[missed[ROUTEBR].astype(str).str.endswith("✗")] if len(missed) else missed
     pairs_missed = misses["pair_id"].nunique() if len(misses) else 0
     if pairs_missed:
@@ -262,10 +286,40 @@ def rq3(table_vi: pd.DataFrame, stops: pd.DataFrame, source: str) -> Conclusion:
 
 
 # ---------------------------------------------------------------------------------------------------- notebook 06
+def _flags(rows: Sequence[Any], cases: Mapping[str, Any], *, blocked_gold: bool) -> dict[str, bool]:
+    """Case ID → *no* false dispatch (``blocked_gold``: gold a terminal, the row dispatched) or *no* false block
+    (gold a dispatch, the row a terminal) — the "correct" side of an exact McNemar test."""
+    out = {}
+    for r in rows:
+        gold_dispatches = dispatches(cases[r.case_id].gold.final_path)
+        if blocked_gold:
+            out[r.case_id] = not (not gold_dispatches and dispatches(r.pred_final_path))
+        else:
+            out[r.case_id] = not (gold_dispatches and not dispatches(r.pred_final_path))
+    return out
+
+
 def ablations(table: pd.DataFrame, agreement: pd.DataFrame, promoted: pd.DataFrame, source: str, *,
-              recorded_live: bool) -> Conclusion:
-    """Which safeguard carries which result, pooled over the splits of ``table`` (one row per variant and split)."""
+              recorded_live: bool, rows: Mapping[str, Sequence[Any]] | None = None,
+              cases: Any = None) -> Conclusion:
+    """Which safeguard carries which result, pooled over the splits of ``table`` (one row per variant and split).
+
+    ``rows`` (variant → its ledger rows pooled over the splits) and ``cases`` give each case's outcome, so a
+    variant's false dispatches (false blocks) are compared with RouteBR's by an exact McNemar test on the same
+    cases; without them the counts are stated side by side, not compared."""
     f = Facts()
+    index = index_cases(cases) if rows is not None and cases is not None else None
+
+    def paired(variant: str, blocked_gold: bool, what: str) -> str:
+        if index is None or variant not in rows or "routebr" not in rows:
+            return ""
+        test = mcnemar(_flags(rows["routebr"], index, blocked_gold=blocked_gold),
+                       _flags(rows[variant], index, blocked_gold=blocked_gold))
+        verdict = "significant" if test.p_two_sided < 0.05 else "not significant"
+        return (f" Exact McNemar on the same {f.integer(variant + '_paired', test.paired)} cases: "
+                f"{f.integer(variant + '_only', test.a_only_correct)} with a {what} only under {variant}, "
+                f"{f.integer(variant + '_routebr_only', test.b_only_correct)} only under RouteBR (p = "
+                f"{f.p(variant + '_mcnemar_p', test.p_two_sided)}, {verdict} at the 5% level).")
     pooled = {}
     for variant, group in table.groupby("variant", sort=False):
         fd = [sum(x) for x in zip(*(_count(v) for v in group["FD"]))]
@@ -277,14 +331,24 @@ def ablations(table: pd.DataFrame, agreement: pd.DataFrame, promoted: pd.DataFra
     for variant, what in (("a_state", "state gate off"), ("no_rules", "no rule program")):
         if variant in pooled:
             fd = pooled[variant][0]
-            moved = "rises" if fd[0] > rb[0][0] else "does not rise"
-            bullets.append(f"**{variant}** ({what}): false dispatch {moved} — {f.count(variant + '_fd', *fd)} against "
-                           f"RouteBR's {f.count('routebr_fd', *rb[0])}, pooled over the splits.")
+            test = paired(variant, True, "false dispatch")
+            if test:
+                moved = "rises" if fd[0] > rb[0][0] else "does not rise"
+                bullets.append(f"**{variant}** ({what}): false dispatch {moved} — {f.count(variant + '_fd', *fd)} "
+                               f"against RouteBR's {f.count('routebr_fd', *rb[0])}, pooled over the splits." + test)
+            else:
+                bullets.append(f"**{variant}** ({what}): false dispatch {f.count(variant + '_fd', *fd)}; RouteBR: "
+                               f"{f.count('routebr_fd', *rb[0])}, pooled over the splits.")
     if "a_ground" in pooled:
         fb = pooled["a_ground"][1]
-        moved = "rises" if fb[0] > rb[1][0] else "does not rise"
-        bullets.append(f"**a_ground** (no closed grounding): false block {moved} — {f.count('a_ground_fb', *fb)} "
-                       f"against RouteBR's {f.count('routebr_fb', *rb[1])}.")
+        test = paired("a_ground", False, "false block")
+        if test:
+            moved = "rises" if fb[0] > rb[1][0] else "does not rise"
+            bullets.append(f"**a_ground** (no closed grounding): false block {moved} — {f.count('a_ground_fb', *fb)} "
+                           f"against RouteBR's {f.count('routebr_fb', *rb[1])}." + test)
+        else:
+            bullets.append(f"**a_ground** (no closed grounding): false block {f.count('a_ground_fb', *fb)}; "
+                           f"RouteBR: {f.count('routebr_fb', *rb[1])}.")
     if "no_repair" in pooled:
         nr, base = pooled["no_repair"][2], rb[2]
         if nr[0] == base[0]:
@@ -504,7 +568,8 @@ def metaroute_ablations(differences: pd.DataFrame, power: pd.DataFrame, design: 
         parts.append(f"`{row['baseline']}` {f.points(key + '_pts', 100 * float(row['success_difference']))} ± "
                      f"{f.points(key + '_ci_pts', 100 * float(row['success_difference_ci95']))} ({verdict})")
     if parts:
-        bullets.append(f"**Adaptive minus each ablation** at {n_seeds} seeds, in points of success with the 95% "
+        bullets.append(f"**Adaptive minus each ablation** at {n_seeds} seeds, in points of success: the mean of the "
+                       "paired per-seed differences (both policies on the same seeds and traces) ± its 95% "
                        "seed-level interval: " + "; ".join(parts) + ".")
     if len(design):
         d = design.iloc[0]
@@ -867,8 +932,11 @@ def metaroute_conclusion(run: BenchmarkRun, difficulty: pd.DataFrame, failures: 
         if others:
             gaps = "; ".join(
                 f"*{p}* {f.points(p + '_gap_pts', abs(100 * comparisons[p].success_difference))} points "
-                + ("behind" if comparisons[p].success_difference >= 0 else "ahead") for p in others)
-            bullets.append(f"Against the simpler policies: {gaps}.")
+                + ("behind" if comparisons[p].success_difference >= 0 else "ahead")
+                + f" (±{f.points(p + '_gap_ci_pts', 100 * comparisons[p].success_difference_ci95)}, "
+                + ("clear of zero" if comparisons[p].significant else "includes zero") + ")" for p in others)
+            bullets.append("Against the simpler policies, as paired differences over the same seeds and traces "
+                           f"(seed-level 95% interval): {gaps}.")
         by = ev.workload_success  # policy -> workload -> success rate
         workloads = {w: by["adaptive"][w] - by["static_workload"][w] for w in by["adaptive"]}
         best = max(workloads, key=workloads.get)
@@ -879,7 +947,9 @@ def metaroute_conclusion(run: BenchmarkRun, difficulty: pd.DataFrame, failures: 
         bullets.append(f"The margin is not uniform: largest on *{best}* "
                        f"({f.points('best_workload_pts', 100 * workloads[best])} points over the rule table); by "
                        f"difficulty (adaptive minus rule table, points) {per_level} — adaptive is ahead on levels "
-                       f"{f.put('ahead_levels', ahead, ', '.join(map(str, ahead))) if ahead else 'none'}.")
+                       f"{f.put('ahead_levels', ahead, ', '.join(map(str, ahead))) if ahead else 'none'}. These "
+                       "are differences of means over the same paired traces, with no paired test per workload or "
+                       "level: descriptive, not significance.")
     else:
         bullets.append("This run does not contain both adaptive and static_workload, so the headline comparison "
                        "is not made.")
@@ -1100,7 +1170,8 @@ def metaroute_robustness(share: pd.DataFrame, ranking: pd.DataFrame, *, seeds: i
         f"{signed('static_median_pts', static['median_difference'])})."]
     if "one_shot" in rows.index:
         one = rows.loc["one_shot"]
-        bullets.append(f"Against one_shot, adaptive is significantly ahead in {part('one_shot', one)} (median "
+        bullets.append(f"Against one_shot, adaptive is significantly ahead (a paired interval excluding zero) in "
+                       f"{part('one_shot', one)} (median "
                        f"{signed('one_shot_median_pts', one['median_difference'])} points).")
     top = ranking.iloc[0]
     text = (f"The constant that moves the static contrast most is `{top['constant']}` (Spearman ρ = "
