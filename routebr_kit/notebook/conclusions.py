@@ -453,11 +453,11 @@ def pass_k(table: pd.DataFrame, *, repeats: int, source: str) -> Conclusion:
     ``consistency %`` (percentages, one decimal)."""
     f = Facts()
     k = f.integer("repeats", repeats)
-    bullets = [f"pass^1 is each backend's mean accuracy over the {k} repeats; the gap down to pass^{k} is the cases it "
-               "gets right on some repeats only."]
+    bullets = [f"`pass^1` is each backend's mean accuracy over the {k} repeats; the gap down to pass^{k} is the cases "
+               "it gets right on some repeats only."]
     for r in table.to_dict("records"):
         key = _slug(str(r["backend"]))
-        bullets.append(f"{r['backend']}: pass^1 {_percent(f, key + '_pass_1', float(r['pass^1 %']))}, pass^{k} "
+        bullets.append(f"{r['backend']}: `pass^1` {_percent(f, key + '_pass_1', float(r['pass^1 %']))}, pass^{k} "
                        f"{_percent(f, key + '_pass_k', float(r[f'pass^{repeats} %']))}; one final path on every "
                        f"repeat for {_percent(f, key + '_consistency', float(r['consistency %']))} of its "
                        f"{f.integer(key + '_cases', r['cases'])} cases.")
