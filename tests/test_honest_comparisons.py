@@ -93,12 +93,7 @@ def test_the_scanner_passes_a_paired_or_non_comparative_bullet(bullet):
 
 # --------------------------------------------------------------------------------------------- the notebooks
 
-KNOWN_UNPAIRED = {
-    "04_rq2_state_flip": "B1/B2 FLIP pair counts 'fewer/more than RouteBR' without McNemar on the pairs",
-    "06_ablations": "ablation FD/FB counts 'against RouteBR's' without a paired test on the same cases",
-    "08_metaroute_bench": "'one_shot/direct N points behind' and per-domain 'adaptive minus rule table' unpaired",
-    "09_metaroute_ablations": "'Adaptive minus each ablation' seed-level intervals that do not name the pairing",
-}
+KNOWN_UNPAIRED: dict[str, str] = {}
 
 
 def _cases():

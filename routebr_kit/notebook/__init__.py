@@ -1,4 +1,5 @@
-"""Notebook plumbing: the papermill pipeline, the outputs folder, display helpers.
+"""Notebook plumbing: the papermill pipeline, the outputs folder, display helpers, the closing sections'
+conclusions (:mod:`.conclusions`), notebook 10's review source and notebook 11's suite runs.
 
 The public API is :data:`__all__`; each name loads its module on first use (``from routebr_kit.notebook import X``
 imports only what ``X`` needs).
@@ -11,9 +12,31 @@ from typing import Any
 
 #: Every public name → the module of this package that defines it.
 _EXPORTS: dict[str, str] = {
+    "suite_runs": "attacks",
     "Conclusion": "conclusions",
     "Facts": "conclusions",
+    "ablations": "conclusions",
+    "adversarial": "conclusions",
+    "dataset": "conclusions",
+    "explorer_agreement": "conclusions",
+    "explorer_summary": "conclusions",
+    "failure_story": "conclusions",
+    "forbidden_contrast": "conclusions",
+    "gate_calibration": "conclusions",
+    "metaroute_ablations": "conclusions",
+    "metaroute_conclusion": "conclusions",
+    "metaroute_robustness": "conclusions",
+    "paper_replay": "conclusions",
+    "pass_k": "conclusions",
+    "quickstart_conclusion": "conclusions",
+    "release_review": "conclusions",
+    "rq1": "conclusions",
+    "rq2": "conclusions",
+    "rq3": "conclusions",
+    "screening": "conclusions",
+    "security": "conclusions",
     "decisions_table": "display",
+    "outcome_figure": "display",
     "setup": "display",
     "trace_table": "display",
     "KIT_PHASE": "kit_replay",
@@ -27,6 +50,7 @@ _EXPORTS: dict[str, str] = {
     "resolve_metaroute": "metaroute_source",
     "Outputs": "outputs",
     "Saved": "outputs",
+    "figure_anatomy": "outputs",
     "markdown_table": "outputs",
     "ArtifactChoice": "pipeline",
     "NotebookJob": "pipeline",
@@ -39,6 +63,10 @@ _EXPORTS: dict[str, str] = {
     "listed_outputs": "pipeline",
     "prepare": "pipeline",
     "run": "pipeline",
+    "first_match_order": "review_traffic",
+    "release_files": "review_traffic",
+    "review_source": "review_traffic",
+    "transitions": "review_traffic",
     "ReviewOutcome": "review_widget",
     "RuleEditor": "review_widget",
     "summary_frame": "review_widget",
@@ -48,10 +76,8 @@ _EXPORTS: dict[str, str] = {
     "MetaRouteExplorer": "widgets",
     "PALETTE": "widgets",
     "decision_paths_figure": "widgets",
-    "metaroute_conclusion": "widgets",
     "parse_topk": "widgets",
     "policy_outcomes_figure": "widgets",
-    "quickstart_conclusion": "widgets",
 }
 __all__ = sorted(_EXPORTS)
 

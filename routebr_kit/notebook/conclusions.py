@@ -19,6 +19,9 @@ from typing import Any
 import pandas as pd
 
 from ..core.controller import Decision
+from ..evaluation.forbidden import dispatches
+from ..evaluation.metrics import index_cases
+from ..evaluation.stats import mcnemar
 from ..experiments.guarantee import DispatchAudit, SearchResult
 from ..experiments.replication import INDEPENDENT, REBUILT, ReplayReport
 from ..metaroute.run import BenchmarkRun
@@ -164,9 +167,19 @@ def _guarantee_sentence(f: Facts, audit: DispatchAudit, where: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------- notebook 04
+def _pairs_right(anatomy: pd.DataFrame, label: str) -> dict[str, bool]:
+    """FLIP pair ID → both members of the pair on their gold path, for ``label`` (a column of ``pair_anatomy``)."""
+    right = anatomy[label].astype(str).str.endswith("✓")
+    return {str(k): bool(v) for k, v in right.groupby(anatomy["pair_id"]).all().items()}
+
+
 def rq2(pair_table: pd.DataFrame, missed: pd.DataFrame, audit: DispatchAudit, search: SearchResult | None,
-        source: str) -> Conclusion:
-    """RQ2: FLIP pairs per system, what the state gate changes, RouteBR's misses and the exact guarantee."""
+        source: str, *, anatomy: pd.DataFrame | None = None) -> Conclusion:
+    """RQ2: FLIP pairs per system, what the state gate changes, RouteBR's misses and the exact guarantee.
+
+    ``anatomy`` (:func:`~routebr_kit.evaluation.analysis.pair_anatomy`) gives each pair's outcome per system, so a
+    baseline's pair count is compared with RouteBR's by an exact McNemar test on the same pairs; without it the
+    counts are stated side by side, not compared."""
     f = Facts()
     bullets = []
     rows = {r["system"]: r for _, r in pair_table.iterrows()}
@@ -186,9 +199,20 @@ def rq2(pair_table: pd.DataFrame, missed: pd.DataFrame, audit: DispatchAudit, se
         if label in rows:
             hits, n = _count(rows[label]["pairs"])
             ours = _count(rb["pairs"])[0]
+            fd = f.count(key + '_fd', *_count(rows[label]['FD']))
+            if anatomy is None or label not in anatomy.columns or ROUTEBR not in anatomy.columns:
+                bullets.append(f"{label} got {f.count(key + '_pairs', hits, n)} pairs fully right, with false "
+                               f"dispatch {fd}.")
+                continue
             relation = "more than" if hits > ours else "fewer than" if hits < ours else "as many as"
-            bullets.append(f"{label} got {f.count(key + '_pairs', hits, n)} pairs — {relation} RouteBR — with "
-                           f"false dispatch {f.count(key + '_fd', *_count(rows[label]['FD']))}.")
+            test = mcnemar(_pairs_right(anatomy, ROUTEBR), _pairs_right(anatomy, label))
+            verdict = "significant" if test.p_two_sided < 0.05 else "not significant"
+            bullets.append(
+                f"{label} got {f.count(key + '_pairs', hits, n)} pairs — {relation} RouteBR — with false dispatch "
+                f"{fd}. Exact McNemar on the same {f.integer(key + '_paired', test.paired)} pairs: "
+                f"{f.integer(key + '_routebr_only', test.a_only_correct)} only RouteBR got right, "
+                f"{f.integer(key + '_only', test.b_only_correct)} only {label} (p = "
+                f"{f.p(key + '_mcnemar_p', test.p_two_sided)}, {verdict} at the 5% level).")
     misses = missed[missed[ROUTEBR].astype(str).str.endswith("✗")] if len(missed) else missed
     pairs_missed = misses["pair_id"].nunique() if len(misses) else 0
     if pairs_missed:
@@ -262,10 +286,40 @@ def rq3(table_vi: pd.DataFrame, stops: pd.DataFrame, source: str) -> Conclusion:
 
 
 # ---------------------------------------------------------------------------------------------------- notebook 06
+def _flags(rows: Sequence[Any], cases: Mapping[str, Any], *, blocked_gold: bool) -> dict[str, bool]:
+    """Case ID → *no* false dispatch (``blocked_gold``: gold a terminal, the row dispatched) or *no* false block
+    (gold a dispatch, the row a terminal) — the "correct" side of an exact McNemar test."""
+    out = {}
+    for r in rows:
+        gold_dispatches = dispatches(cases[r.case_id].gold.final_path)
+        if blocked_gold:
+            out[r.case_id] = not (not gold_dispatches and dispatches(r.pred_final_path))
+        else:
+            out[r.case_id] = not (gold_dispatches and not dispatches(r.pred_final_path))
+    return out
+
+
 def ablations(table: pd.DataFrame, agreement: pd.DataFrame, promoted: pd.DataFrame, source: str, *,
-              recorded_live: bool) -> Conclusion:
-    """Which safeguard carries which result, pooled over the splits of ``table`` (one row per variant and split)."""
+              recorded_live: bool, rows: Mapping[str, Sequence[Any]] | None = None,
+              cases: Any = None) -> Conclusion:
+    """Which safeguard carries which result, pooled over the splits of ``table`` (one row per variant and split).
+
+    ``rows`` (variant → its ledger rows pooled over the splits) and ``cases`` give each case's outcome, so a
+    variant's false dispatches (false blocks) are compared with RouteBR's by an exact McNemar test on the same
+    cases; without them the counts are stated side by side, not compared."""
     f = Facts()
+    index = index_cases(cases) if rows is not None and cases is not None else None
+
+    def paired(variant: str, blocked_gold: bool, what: str) -> str:
+        if index is None or variant not in rows or "routebr" not in rows:
+            return ""
+        test = mcnemar(_flags(rows["routebr"], index, blocked_gold=blocked_gold),
+                       _flags(rows[variant], index, blocked_gold=blocked_gold))
+        verdict = "significant" if test.p_two_sided < 0.05 else "not significant"
+        return (f" Exact McNemar on the same {f.integer(variant + '_paired', test.paired)} cases: "
+                f"{f.integer(variant + '_only', test.a_only_correct)} with a {what} only under {variant}, "
+                f"{f.integer(variant + '_routebr_only', test.b_only_correct)} only under RouteBR (p = "
+                f"{f.p(variant + '_mcnemar_p', test.p_two_sided)}, {verdict} at the 5% level).")
     pooled = {}
     for variant, group in table.groupby("variant", sort=False):
         fd = [sum(x) for x in zip(*(_count(v) for v in group["FD"]))]
@@ -277,14 +331,24 @@ def ablations(table: pd.DataFrame, agreement: pd.DataFrame, promoted: pd.DataFra
     for variant, what in (("a_state", "state gate off"), ("no_rules", "no rule program")):
         if variant in pooled:
             fd = pooled[variant][0]
-            moved = "rises" if fd[0] > rb[0][0] else "does not rise"
-            bullets.append(f"**{variant}** ({what}): false dispatch {moved} — {f.count(variant + '_fd', *fd)} against "
-                           f"RouteBR's {f.count('routebr_fd', *rb[0])}, pooled over the splits.")
+            test = paired(variant, True, "false dispatch")
+            if test:
+                moved = "rises" if fd[0] > rb[0][0] else "does not rise"
+                bullets.append(f"**{variant}** ({what}): false dispatch {moved} — {f.count(variant + '_fd', *fd)} "
+                               f"against RouteBR's {f.count('routebr_fd', *rb[0])}, pooled over the splits." + test)
+            else:
+                bullets.append(f"**{variant}** ({what}): false dispatch {f.count(variant + '_fd', *fd)}; RouteBR: "
+                               f"{f.count('routebr_fd', *rb[0])}, pooled over the splits.")
     if "a_ground" in pooled:
         fb = pooled["a_ground"][1]
-        moved = "rises" if fb[0] > rb[1][0] else "does not rise"
-        bullets.append(f"**a_ground** (no closed grounding): false block {moved} — {f.count('a_ground_fb', *fb)} "
-                       f"against RouteBR's {f.count('routebr_fb', *rb[1])}.")
+        test = paired("a_ground", False, "false block")
+        if test:
+            moved = "rises" if fb[0] > rb[1][0] else "does not rise"
+            bullets.append(f"**a_ground** (no closed grounding): false block {moved} — {f.count('a_ground_fb', *fb)} "
+                           f"against RouteBR's {f.count('routebr_fb', *rb[1])}." + test)
+        else:
+            bullets.append(f"**a_ground** (no closed grounding): false block {f.count('a_ground_fb', *fb)}; "
+                           f"RouteBR: {f.count('routebr_fb', *rb[1])}.")
     if "no_repair" in pooled:
         nr, base = pooled["no_repair"][2], rb[2]
         if nr[0] == base[0]:
@@ -380,6 +444,26 @@ def screening(table: pd.DataFrame, comparison: pd.DataFrame, spread: pd.DataFram
     if caveat:
         bullets.append(caveat)
     return f.conclusion(bullets, source)
+
+
+def pass_k(table: pd.DataFrame, *, repeats: int, source: str) -> Conclusion:
+    """Notebook 02's pass^k: per simulated backend, pass^1, pass^k at the largest k and consistency.
+
+    ``table``: one row per backend with ``backend``, ``cases``, ``pass^1 %`` … ``pass^<repeats> %`` and
+    ``consistency %`` (percentages, one decimal)."""
+    f = Facts()
+    k = f.integer("repeats", repeats)
+    bullets = [f"`pass^1` is each backend's mean accuracy over the {k} repeats; the gap down to pass^{k} is the cases "
+               "it gets right on some repeats only."]
+    for r in table.to_dict("records"):
+        key = _slug(str(r["backend"]))
+        bullets.append(f"{r['backend']}: `pass^1` {_percent(f, key + '_pass_1', float(r['pass^1 %']))}, pass^{k} "
+                       f"{_percent(f, key + '_pass_k', float(r[f'pass^{repeats} %']))}; one final path on every "
+                       f"repeat for {_percent(f, key + '_consistency', float(r['consistency %']))} of its "
+                       f"{f.integer(key + '_cases', r['cases'])} cases.")
+    bullets.append("The repeats are simulator seeds of one error model per profile: the spread shown is the "
+                   "simulator's, not evidence about how consistent a hosted model is.")
+    return f.conclusion(bullets, source, heading=False)
 
 
 # ---------------------------------------------------------------------------------------------------- notebook 07
@@ -484,7 +568,8 @@ def metaroute_ablations(differences: pd.DataFrame, power: pd.DataFrame, design: 
         parts.append(f"`{row['baseline']}` {f.points(key + '_pts', 100 * float(row['success_difference']))} ± "
                      f"{f.points(key + '_ci_pts', 100 * float(row['success_difference_ci95']))} ({verdict})")
     if parts:
-        bullets.append(f"**Adaptive minus each ablation** at {n_seeds} seeds, in points of success with the 95% "
+        bullets.append(f"**Adaptive minus each ablation** at {n_seeds} seeds, in points of success: the mean of the "
+                       "paired per-seed differences (both policies on the same seeds and traces) ± its 95% "
                        "seed-level interval: " + "; ".join(parts) + ".")
     if len(design):
         d = design.iloc[0]
@@ -577,9 +662,9 @@ def release_review(*, order: pd.DataFrame, edits: pd.DataFrame, moves: pd.DataFr
     """Notebook 10: where the new rule sits in the first-match order, what its review changes (every change class,
     adding up to the changed total), the exact verifier's verdict, the coverage, and the registry and prompt edits.
 
-    ``order``: :func:`~routebr_kit.notebook.review_source.first_match_order` of the candidate program for
+    ``order``: :func:`~routebr_kit.notebook.review_traffic.first_match_order` of the candidate program for
     ``action``; ``edits``: one :meth:`Review.summary` row per edit (``edit`` column: ``rule``, ``registry``,
-    ``prompt``); ``moves``: :func:`~routebr_kit.notebook.review_source.transitions` of the rule edit;
+    ``prompt``); ``moves``: :func:`~routebr_kit.notebook.review_traffic.transitions` of the rule edit;
     ``verify``/``cover``: :meth:`SemanticDiff.as_dict` of the rule edit and :meth:`CoverageReport.as_dict` of the
     base program; ``gates``: each edit's criteria (:meth:`CriterionResult.as_dict`); ``slices``: each edit's
     :meth:`ImpactReport.summary` row; ``live``: the prompt edit's live re-run cost (:meth:`Cost.as_dict`).
@@ -700,6 +785,71 @@ def release_review(*, order: pd.DataFrame, edits: pd.DataFrame, moves: pd.DataFr
     return f.conclusion(bullets, source, heading=False)
 
 
+def forbidden_contrast(*, base: Mapping[str, str], candidate: Mapping[str, str], check: Mapping[str, Any],
+                       gold: str, metrics: Mapping[str, Any], verdicts: Mapping[str, bool], case_id: str,
+                       system: str, source: str) -> Conclusion:
+    """Notebook 10's MAIN-0005 contrast: a candidate that dispatches a different action on one row whose gold path
+    dispatches — the paper's gold-based false dispatch does not count it, the kit's forbidden dispatch does.
+
+    ``base``/``candidate``: ``exact``, ``false_dispatch`` and ``forbidden_dispatch`` as ``"k/n"`` counts;
+    ``check``: :meth:`DispatchCheck.as_dict` of the candidate row; ``metrics``: :meth:`DiffReport.metrics`;
+    ``verdicts``: gate spec → passed."""
+    f = Facts()
+    counts = {k: (_count(base[k]), _count(candidate[k])) for k in ("exact", "false_dispatch", "forbidden_dispatch")}
+    for key, (b, c) in counts.items():
+        f.count(f"base_{key}", *b)
+        f.count(f"candidate_{key}", *c)
+    fd_same = counts["false_dispatch"][0] == counts["false_dispatch"][1]
+    bullets = [
+        f"On `{case_id}` the gold path is `{gold}`, so the gold boundary allows a dispatch; the candidate dispatches "
+        f"`{check['action_id']}` instead. The paper's gold-based false dispatch of {system} goes from "
+        f"{f.texts['base_false_dispatch']} to {f.texts['candidate_false_dispatch']} — "
+        + ("it does not see the change" if fd_same else "it changes") + "; exact match goes from "
+        f"{f.texts['base_exact']} to {f.texts['candidate_exact']}.",
+        f"The release's own controller answers `{check['controller_terminal']}` on this state "
+        f"({check['controller_reason']}" + (f", rule `{check['rule_id']}`" if check.get("rule_id") else "")
+        + f"): forbidden dispatch goes from {f.texts['base_forbidden_dispatch']} to "
+        f"{f.texts['candidate_forbidden_dispatch']}"
+        + (f" (cause: `{check['cause']}`)." if check.get("cause") else "."),
+        f"The paired diff of the two ledgers counts {f.integer('changed', metrics['changed'])} changed row(s): "
+        f"{f.integer('new_false_dispatch', metrics['new_false_dispatch'])} new false dispatch and "
+        f"{f.integer('new_forbidden_dispatch', metrics['new_forbidden_dispatch'])} new forbidden dispatch, with an "
+        f"exact-match drop of {f.points('path_exact_drop', metrics['path_exact_drop'])} points.",
+    ]
+    bullets += [f"Gate `{spec}`: **{'passed' if ok else 'failed'}**." for spec, ok in verdicts.items()]
+    f.values["verdicts"] = dict(verdicts)
+    return f.conclusion(bullets, source, heading=False)
+
+
+def gate_calibration(calibrations: Mapping[tuple[str, str], Any], *, gates: Mapping[str, str],
+                     source: str) -> Conclusion:
+    """Notebook 10's gate calibration: each gate's A/A false alarm and power under each re-run model.
+
+    ``calibrations[(model, gate name)]``: :class:`~routebr_kit.review.calibration.Calibration`; ``gates``: gate
+    name → spec."""
+    f = Facts()
+    first = next(iter(calibrations.values()))
+    bullets = [f"Each gate is judged on {f.integer('sims', first.sims)} simulated re-runs of the same "
+               f"{f.integer('rows', first.rows)} RouteBR rows with nothing changed (A/A: a failure is a false alarm) "
+               f"and as many with a {f.points('effect_pp', first.effect_pp)}-point drop in exact match (power); "
+               "brackets are Wilson 95% intervals, the Monte-Carlo error of these simulations."]
+    for (model, name), c in calibrations.items():
+        aa = f.put(f"{model}_{name}_false_alarm", round(c.gate_false_alarm.rate, 4), c.gate_false_alarm.text())
+        power = (f.put(f"{model}_{name}_power", round(c.gate_power.rate, 4), c.gate_power.text())
+                 if c.gate_power is not None else None)
+        verdict = ("a false alarm on most unchanged re-runs — the gate flags noise" if c.gate_false_alarm.rate > 0.5
+                   else "more false alarms than the 5% level" if c.gate_false_alarm.interval[0] > 0.05
+                   else "within the 5% level")
+        bullets.append(f"**{name}** gate (`{gates[name]}`), re-run model *{model}*: A/A false alarm {aa} "
+                       f"({verdict})" + (f"; power {power}." if power else "."))
+    uncalibrated = sorted({c.criterion for cal in calibrations.values() for c in cal.criteria
+                           if c.false_alarm is None})
+    if uncalibrated:
+        bullets.append("Not calibrated (not a function of the drawn outcomes): "
+                       + _and([f"`{u}`" for u in uncalibrated]) + ".")
+    return f.conclusion(bullets, source, heading=False)
+
+
 def _percent(f: Facts, name: str, value: float) -> str:
     """A value already in percent, one decimal, with its sign of percent (``4.4%``)."""
     return f.put(name, round(float(value), 2), f"{float(value):.1f}%")
@@ -782,8 +932,11 @@ def metaroute_conclusion(run: BenchmarkRun, difficulty: pd.DataFrame, failures: 
         if others:
             gaps = "; ".join(
                 f"*{p}* {f.points(p + '_gap_pts', abs(100 * comparisons[p].success_difference))} points "
-                + ("behind" if comparisons[p].success_difference >= 0 else "ahead") for p in others)
-            bullets.append(f"Against the simpler policies: {gaps}.")
+                + ("behind" if comparisons[p].success_difference >= 0 else "ahead")
+                + f" (±{f.points(p + '_gap_ci_pts', 100 * comparisons[p].success_difference_ci95)}, "
+                + ("clear of zero" if comparisons[p].significant else "includes zero") + ")" for p in others)
+            bullets.append("Against the simpler policies, as paired differences over the same seeds and traces "
+                           f"(seed-level 95% interval): {gaps}.")
         by = ev.workload_success  # policy -> workload -> success rate
         workloads = {w: by["adaptive"][w] - by["static_workload"][w] for w in by["adaptive"]}
         best = max(workloads, key=workloads.get)
@@ -794,7 +947,9 @@ def metaroute_conclusion(run: BenchmarkRun, difficulty: pd.DataFrame, failures: 
         bullets.append(f"The margin is not uniform: largest on *{best}* "
                        f"({f.points('best_workload_pts', 100 * workloads[best])} points over the rule table); by "
                        f"difficulty (adaptive minus rule table, points) {per_level} — adaptive is ahead on levels "
-                       f"{f.put('ahead_levels', ahead, ', '.join(map(str, ahead))) if ahead else 'none'}.")
+                       f"{f.put('ahead_levels', ahead, ', '.join(map(str, ahead))) if ahead else 'none'}. These "
+                       "are differences of means over the same paired traces, with no paired test per workload or "
+                       "level: descriptive, not significance.")
     else:
         bullets.append("This run does not contain both adaptive and static_workload, so the headline comparison "
                        "is not made.")
@@ -934,6 +1089,46 @@ def adversarial(worst: pd.DataFrame, lexical: Mapping[str, Mapping[str, Any]], b
     return f.conclusion(bullets, source, heading=False)
 
 
+def security(card: Sequence[Any], attacks: Sequence[Any], *, source: str) -> Conclusion:
+    """Notebook 11's scorecard and adaptive attacker: per system and language the three AgentDojo measures, then
+    each system's forbidden dispatches under the best attack found beside its attack-surface bound.
+
+    ``card``: :class:`~routebr_kit.adversarial.scorecard.ScorecardRow` rows; ``attacks``:
+    :class:`~routebr_kit.adversarial.scorecard.AdaptiveResult` results."""
+    f = Facts()
+    bullets = []
+
+    def share(name: str, rate: Any) -> str:
+        return f.count(name, rate.k, rate.n) if rate.n else "no case"
+
+    for row in card:
+        key = f"{_slug(row.system)}_{_slug(row.language)}"
+        bullets.append(f"**{row.system}** ({row.language}): benign utility {share(key + '_benign', row.benign_utility)}"
+                       f", utility under attack {share(key + '_under_attack', row.utility_under_attack)}, targeted "
+                       f"attack success {share(key + '_asr', row.targeted_asr)}.")
+    for a in attacks:
+        key = f"adaptive_{_slug(a.backend)}_{_slug(a.language)}"
+        systems = []
+        for s in a.systems:
+            name = f"{key}_{_slug(s.system)}"
+            within = s.forbidden_dispatch.k <= s.reachable_forbidden
+            systems.append(f"{s.system} {f.count(name + '_forbidden', s.forbidden_dispatch.k, s.forbidden_dispatch.n)}"
+                           f" (bound {f.integer(name + '_bound', s.reachable_forbidden)}"
+                           + ("" if within else ", **beyond its bound: a bug**") + ")")
+        everyone = all(s.forbidden_dispatch.k <= s.reachable_forbidden for s in a.systems)
+        bullets.append(
+            f"Adaptive attacker, {a.backend} ({a.language}, {f.integer(key + '_budget', a.budget)} evaluations): the "
+            f"best attack found made the proposer follow on "
+            f"{f.count(key + '_followed', a.best_followed.k, a.best_followed.n)} cases "
+            f"({f.count(key + '_unattacked', a.unattacked_followed.k, a.unattacked_followed.n)} with no attack). "
+            f"Forbidden dispatches under it, with the `attack-surface` bound: {_and(systems)} — "
+            + ("every system within its envelope." if everyone else "a system beyond its envelope."))
+    if any(a.backend.startswith("sim:") for a in attacks):
+        bullets.append("The simulated profile draws its answers from the gold route and the case ID, never from the "
+                       "request text: no injection moves it, and its rates are the simulator's, not a model's.")
+    return f.conclusion(bullets, source, heading=False)
+
+
 # ---------------------------------------------------------------------------------------------------- notebook 12
 def metaroute_robustness(share: pd.DataFrame, ranking: pd.DataFrame, *, seeds: int, mode: str,
                          at_published: Any = None) -> Conclusion:
@@ -975,7 +1170,8 @@ def metaroute_robustness(share: pd.DataFrame, ranking: pd.DataFrame, *, seeds: i
         f"{signed('static_median_pts', static['median_difference'])})."]
     if "one_shot" in rows.index:
         one = rows.loc["one_shot"]
-        bullets.append(f"Against one_shot, adaptive is significantly ahead in {part('one_shot', one)} (median "
+        bullets.append(f"Against one_shot, adaptive is significantly ahead (a paired interval excluding zero) in "
+                       f"{part('one_shot', one)} (median "
                        f"{signed('one_shot_median_pts', one['median_difference'])} points).")
     top = ranking.iloc[0]
     text = (f"The constant that moves the static contrast most is `{top['constant']}` (Spearman ρ = "
@@ -1003,5 +1199,6 @@ def metaroute_robustness(share: pd.DataFrame, ranking: pd.DataFrame, *, seeds: i
 
 
 __all__ = ["Conclusion", "Facts", "ablations", "adversarial", "dataset", "explorer_agreement", "explorer_summary",
-           "failure_story", "metaroute_ablations", "metaroute_conclusion", "metaroute_robustness", "paper_replay",
-           "quickstart_conclusion", "release_review", "rq1", "rq2", "rq3", "screening"]
+           "failure_story", "forbidden_contrast", "gate_calibration", "metaroute_ablations", "metaroute_conclusion",
+           "metaroute_robustness", "paper_replay",
+           "pass_k", "quickstart_conclusion", "release_review", "rq1", "rq2", "rq3", "screening", "security"]
