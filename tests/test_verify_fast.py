@@ -119,7 +119,8 @@ def _reference_redundant(policy: PolicyEngine) -> dict[str, bool]:
         for action in CATALOG.ids:
             a = _fold(full, full.chain(action), NO_MATCH)
             b = _fold(less, less.chain(action), NO_MATCH)
-            differs = m.apply(lambda x, y, dec_full=dec_full: x != y if FAIL in (x, y) else dec_full[x] is not dec_full[y], a, b)
+            differs = m.apply(lambda x, y, dec_full=dec_full: x != y if FAIL in (x, y)
+                              else dec_full[x] is not dec_full[y], a, b)
             if True in m.leaves(differs):
                 same = False
                 break
