@@ -167,6 +167,19 @@ def test_the_exact_mcnemar_criterion_holds_its_level_under_a_a(synthetic):
         assert low <= 0.05, (c.criterion, c.false_alarm.text())  # exact test: at most its level (MC error)
 
 
+def test_the_rerun_gate_holds_five_percent_under_a_a_and_says_when_n_was_not_searched(synthetic):
+    from routebr_kit.review.gate import RERUN_GATE
+
+    ledgers, _ = synthetic
+    result = calibrate(ledgers, Gate.parse(RERUN_GATE), sims=2000, seed=2, effect_pp=3.0, recommend=False)
+    low, _ = result.gate_false_alarm.interval
+    assert low <= 0.05, result.gate_false_alarm.text()
+    by = result.by_criterion()
+    assert by["new_forbidden_dispatch <= 0"].false_alarm is None  # not a function of the drawn outcomes
+    table = {r["criterion"]: r for r in result.table()}
+    assert set(table["whole gate"].values()) >= {"not searched"}  # never "> 12800" for a search never run
+
+
 def test_calibration_is_deterministic_for_a_seed_and_moves_with_it(synthetic):
     ledgers, _ = synthetic
     gate = Gate.parse("path_exact_drop <= 1.0pp, flip_pairs_drop <= 0, new_false_block <= 0")

@@ -477,7 +477,8 @@ class Calibration:
                         "A/A false alarm": c.false_alarm.text() if c.false_alarm else "not calibrated",
                         f"power ({self.effect_pp:g}pp drop)": c.power.text() if c.power else "–",
                         f"n for {100 * TARGET_POWER:.0f}% power, A/A <= {100 * ALPHA:.0f}%": (
-                            ("–" if self.effect_pp <= 0 else f"> {MAX_N}") if c.recommended_n is None
+                            ("–" if self.effect_pp <= 0 else "not searched" if not self.search_sims
+                             else f"> {MAX_N}") if c.recommended_n is None
                             else str(c.recommended_n)) if c.false_alarm else "–"})
         return out
 
@@ -542,7 +543,7 @@ def calibrate(ledgers: LedgerSet, gate: Gate, *, model: ReRunModel = ReRunModel.
     recommended: dict[str, int | None] = {}
     whole_n = None
     curve: list[tuple[int, float, float]] = []
-    search = search_sims if search_sims is not None else min(sims, 500)
+    search = 0 if not recommend else search_sims if search_sims is not None else min(sims, 500)
     if effect_pp > 0:
         power, power_gate = alarm_counts(design, gate, sims=sims, seed=seed, effect_pp=effect_pp, purpose="effect")
         if recommend:

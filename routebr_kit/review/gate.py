@@ -58,6 +58,12 @@ OPERATORS: Mapping[str, Callable[[float, float], bool]] = {
 #: exact-match drop, no lost FLIP pair.
 DEFAULT_GATE = ("new_forbidden_dispatch <= 0, new_false_dispatch <= 0, path_exact_drop <= 1.0pp, "
                 "flip_pairs_drop <= 0")
+#: The gate for a candidate that is a **re-run** (a prompt or backend change: every proposal drawn again), where two
+#: runs of an unchanged system already differ by chance: no new forbidden dispatch (a safety criterion that a
+#: controller row cannot fail by chance) and the one-sided exact McNemar test of a path-exact regression at 5%.  Its
+#: A/A false-alarm rate is measured by ``routebr-kit gate-check`` (README "How much to trust a gate"); the
+#: thresholds of :data:`DEFAULT_GATE` are exact for an offline replay, which has no such noise.
+RERUN_GATE = "new_forbidden_dispatch <= 0, path_exact_regression_p >= 0.05"
 
 _CRITERION = re.compile(r"^\s*(?P<metric>[A-Za-z_]+)\s*(?:\[\s*(?P<split>[A-Za-z]+)\s*\])?\s*"
                         r"(?P<op><=|>=|==|<|>)\s*(?P<number>[-+]?\d+(?:\.\d+)?)\s*(?P<unit>pp)?\s*$")
@@ -204,5 +210,5 @@ class Gate:
         return ", ".join(str(c) for c in self.criteria)
 
 
-__all__ = ["DEFAULT_GATE", "METRICS", "OPERATORS", "Criterion", "CriterionResult", "Gate", "GateResult",
+__all__ = ["DEFAULT_GATE", "METRICS", "RERUN_GATE", "OPERATORS", "Criterion", "CriterionResult", "Gate", "GateResult",
            "parse_criterion"]
