@@ -150,7 +150,10 @@ def free_port() -> int:
 
 
 def port_is_free(port: int) -> bool:
+    """Whether a server could listen on ``port`` now.  The probe binds the way the server will (``SO_REUSEADDR``,
+    as uvicorn does), so connections of a server just stopped, lingering in TIME_WAIT, do not count as a listener."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((HOST, port))
         except OSError:
