@@ -194,6 +194,9 @@ def test_the_diff_is_the_review_diff(shadow_out, routebr_artifact, tmp_path):
     assert change[:len(expected.changed)] == [c.change_class.value for c in expected.changed]  # changed first
     assert change[0] == "new_false_dispatch" and set(change[len(expected.changed):]) == {"unchanged"}
     assert not data.diff["gate"]["passed"]  # the default gate refuses new false dispatches
+    page = render(data)  # the counts sentence names every change class, the forbidden-dispatch one first
+    assert "0 new forbidden dispatch, " in " ".join(page.split()) and page.index("new forbidden dispatch") < \
+        page.index("new false block")
     base_detail = unpack(data.base_chunks[0])[ex["numeric"]["base_detail"][0]]
     assert _value(_stage(base_detail, "state_gate"), "rule_id") == "R060"
     assert _value(_stage(_detail(data, 0), "state_gate"), "rule_id") == "R999"
