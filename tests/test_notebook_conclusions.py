@@ -252,6 +252,18 @@ def test_screening_facts_match_the_tables(variant) -> None:
                 "spread_width_pts": float((per.max() - per.min()).max()),
                 "lexical_min": held_out.min() / 100, "lexical_max": held_out.max() / 100}
     _facts(_conclusion(out)["values"], expected)
+    # the pass^k section of the same notebook, against its own table
+    from routebr_kit.notebook.conclusions import _slug
+
+    pass_k = _table(out, "pass_k_simulated")
+    repeats = int(pass_k["repeats"].iloc[0])
+    expected = {"repeats": repeats}
+    for r in pass_k.to_dict("records"):
+        key = _slug(str(r["backend"]))
+        expected |= {f"{key}_pass_1": float(r["pass^1 %"]), f"{key}_pass_k": float(r[f"pass^{repeats} %"]),
+                     f"{key}_consistency": float(r["consistency %"]), f"{key}_cases": int(r["cases"])}
+    values = json.loads((out / "tables" / "pass_k_conclusion.json").read_text(encoding="utf-8"))["values"]
+    _facts(values, expected)
 
 
 @pytest.mark.parametrize("variant", variant_names("07_paper_replay"))
