@@ -177,3 +177,126 @@ def test_robustness_facts_match_the_tables(variant) -> None:
     assert values["static_behind"] == share.loc["static_workload", "behind"]
     ranking = _table(out, "sensitivity")
     assert values["top_rho"] == pytest.approx(ranking["spearman_rho"].iloc[0], abs=0.005)
+
+
+def _parameters(name: str, variant: str) -> dict:
+    return next(parameters for v, parameters, _ in VARIANTS[name] if v == variant)
+
+
+def _facts(values: dict, expected: dict) -> None:
+    """Every fact of the run is one of ``expected`` (no number left unchecked) and equals the table's value."""
+    assert set(values) - {"same_proposal"} == set(expected), "a fact without a table check, or a check without a fact"
+    for key, want in expected.items():
+        if isinstance(want, float):
+            assert values[key] == pytest.approx(want, abs=0.006), key
+        else:
+            assert values[key] == want, key
+
+
+@pytest.mark.parametrize("variant", variant_names("00_quickstart"))
+def test_quickstart_facts_match_the_tables(variant) -> None:
+    out = executed("00_quickstart", variant)
+    details = _table(out, "decision_details")
+    forbidden, closed = details.iloc[1], details.iloc[2]
+    _facts(_conclusion(out)["values"], {
+        "permitted_terminal": details.iloc[0]["terminal"], "forbidden_terminal": forbidden["terminal"],
+        "forbidden_rule": forbidden["winning_rule"], "forbidden_priority": int(forbidden["rule_priority"]),
+        "closed_terminal": closed["terminal"], "closed_reason": closed["reason"], "closed_calls": int(closed["calls"])})
+    assert _table(out, "figure1_decisions")["winning_rule"].tolist() == details["winning_rule"].iloc[:2].tolist()
+
+
+@pytest.mark.parametrize("variant", variant_names("01_dataset_construction"))
+def test_dataset_facts_match_the_tables(variant) -> None:
+    out = executed("01_dataset_construction", variant)
+    by = _table(out, "composition").groupby("partition")[["cases", "dispatchable"]].sum()
+    audit = _table(out, "audit")
+    second = _table(out, "second_audit_summary").iloc[0]
+    findings = _table(out, "second_audit_findings")
+    sources = _table(out, "unresolvable_sources")
+    gate = sources[sources["rule"] == "R999"][[c for c in sources.columns if c.startswith("decouple=")]].sum()
+    expected = {f"{col}_{p.lower()}": int(by.loc[p, col]) for p in by.index for col in ("cases", "dispatchable")}
+    expected |= {"seed": _parameters("01_dataset_construction", variant)["seed"],
+                 "audit_errors": int(audit["errors"].sum()), "audit_warnings": int(audit["warnings"].sum()),
+                 "priority_decided": int(audit.loc[audit["kind"] == "FULL", "priority_decided"].max()),
+                 "second_errors": int(second["errors"]), "second_warnings": int(second["warnings"]),
+                 "second_coupled": [int(second["coupled"]), int(second["unresolvable"])],
+                 "gate_before": int(gate.iloc[0]), "gate_after": int(gate.iloc[1])}
+    _facts(_conclusion(out)["values"], expected)
+    assert (findings["severity"] == "WARNING").sum() == second["warnings"]
+    assert (findings["severity"] == "ERROR").sum() == second["errors"]
+
+
+@pytest.mark.parametrize("variant", variant_names("02_backend_screening"))
+def test_screening_facts_match_the_tables(variant) -> None:
+    from routebr_kit.experiments.screening import COUNT_TOLERANCE, PATH_TOLERANCE_POINTS
+
+    out = executed("02_backend_screening", variant)
+    table = _table(out, "table_iv_screening")
+    hosted = table[table["Backend"] != "local:lexical"]
+    contract, latency = hosted["Contract"].astype(float), hosted["Median latency (ms)"].astype(float)
+    fb = [_count(v) for v in hosted["FB"]]
+    per = _table(out, "simulated_seed_scores").groupby("backend")["contract % (sim)"]
+    sweep = _table(out, "simulated_seed_sweep")
+    share = sweep["share within tolerance"].astype(float)
+    held_out = _table(out, "lexical_held_out")["Contract"].astype(float)
+    expected = {"backends": len(hosted), "contract_min": contract.min() / 100, "contract_max": contract.max() / 100,
+                "fd_total": sum(_count(v)[0] for v in hosted["FD"]), "fb_worst": max(fb, key=lambda c: c[0]),
+                "latency_ratio": latency.max() / latency.min(), "tolerance_points": float(PATH_TOLERANCE_POINTS),
+                "tolerance_count": COUNT_TOLERANCE,
+                "within_tolerance": [int(_table(out, "screening_vs_published")["within tolerance"].astype(str)
+                                         .eq("True").sum()), len(_table(out, "screening_vs_published"))],
+                "sweep_mean_within": [int(((sweep["contract % mean"] - sweep["contract % (pub)"]).abs()
+                                           <= PATH_TOLERANCE_POINTS).sum()), len(sweep)],
+                "sweep_share_min": share.min(), "sweep_share_max": share.max(),
+                "spread_seeds": int(_table(out, "simulated_seed_scores")["seed"].nunique()),
+                "spread_width_pts": float((per.max() - per.min()).max()),
+                "lexical_min": held_out.min() / 100, "lexical_max": held_out.max() / 100}
+    _facts(_conclusion(out)["values"], expected)
+    # the pass^k section of the same notebook, against its own table
+    from routebr_kit.notebook.conclusions import _slug
+
+    pass_k = _table(out, "pass_k_simulated")
+    repeats = int(pass_k["repeats"].iloc[0])
+    expected = {"repeats": repeats}
+    for r in pass_k.to_dict("records"):
+        key = _slug(str(r["backend"]))
+        expected |= {f"{key}_pass_1": float(r["pass^1 %"]), f"{key}_pass_k": float(r[f"pass^{repeats} %"]),
+                     f"{key}_consistency": float(r["consistency %"]), f"{key}_cases": int(r["cases"])}
+    values = json.loads((out / "tables" / "pass_k_conclusion.json").read_text(encoding="utf-8"))["values"]
+    _facts(values, expected)
+
+
+@pytest.mark.parametrize("variant", variant_names("07_paper_replay"))
+def test_paper_replay_facts_match_the_tables(variant) -> None:
+    out = executed("07_paper_replay", variant)
+    total = _table(out, "replay_agreement").set_index("task").loc["TOTAL"]
+    expected = {"independent": [int(total[["final_path", "boundary"]].min()), int(total["rows"])],
+                "rebuilt": [int(total[["action", "object"]].min()), int(total["rows"])]}
+    if variant == "artifact":
+        card = _table(out, "scorecard")
+        missed = _table(out, "rq2_missed_flip_members")
+        expected |= {"published_reproduced": [int(card["match"].astype(str).eq("True").sum()), len(card)],
+                     "missed_pairs": int(missed["pair"].nunique())}
+    _facts(_conclusion(out)["values"], expected)
+
+
+@pytest.mark.parametrize("variant", variant_names("09_metaroute_ablations"))
+def test_metaroute_ablation_facts_match_the_tables(variant) -> None:
+    out = executed("09_metaroute_ablations", variant)
+    differences = _table(out, "ablation_differences")
+    expected = {f"{row.baseline}_pts": 100 * row.success_difference for row in differences.itertuples()}
+    expected |= {f"{row.baseline}_ci_pts": 100 * row.success_difference_ci95 for row in differences.itertuples()}
+    design = _table(out, "recovery_power_design")
+    power_col = next(c for c in design.columns if c.startswith("power at"))
+    power = _table(out, "recovery_power_study")
+    largest = power[power["seeds"] == power["seeds"].max()]
+    expected |= {f"power_{row.mode}_pts": row.difference_pts for row in largest.itertuples()}
+    expected |= {f"power_{row.mode}_ci_pts": row.ci95_pts for row in largest.itertuples()}
+    expected |= {"seeds": _parameters("09_metaroute_ablations", variant)["seeds"],
+                 "recovery_expected_pts": float(design["expected difference (pts)"].iloc[0]),
+                 "recovery_sd_pts": float(design["per-seed sd (pts)"].iloc[0]),
+                 "recovery_power": float(design[power_col].iloc[0]), "power_target": 0.8,
+                 "recovery_seeds_80": int(design["seeds for 80% power"].iloc[0]),
+                 "power_design_seeds": int(re.findall(r"\d+", power_col)[0]),
+                 "power_largest_seeds": int(power["seeds"].max())}
+    _facts(_conclusion(out)["values"], expected)

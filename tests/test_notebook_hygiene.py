@@ -112,3 +112,34 @@ def test_no_result_figures_typed_into_markdown(path: Path) -> None:
     cells = _load(path)["cells"]
     typed = {i: typed_results("".join(c["source"])) for i, c in enumerate(cells) if c["cell_type"] == "markdown"}
     assert not {i: hits for i, hits in typed.items() if hits}, "render these from computed values instead"
+
+
+#: The most lines of logic a code cell may have (issue 23): more belongs in a library function with a test.
+MAX_LOGIC_LINES = 15
+
+
+def logic_lines(source: str) -> int:
+    """Non-blank, non-comment lines of a code cell that are not part of an import statement (imports declare names;
+    they are not logic).  IPython magics (``%matplotlib inline``) count."""
+    lines = source.splitlines()
+    python = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in lines)
+    imports = {n for node in ast.walk(ast.parse(python)) if isinstance(node, ast.Import | ast.ImportFrom)
+               for n in range(node.lineno, node.end_lineno + 1)}
+    return sum(1 for i, line in enumerate(lines, start=1)
+               if line.strip() and not line.lstrip().startswith("#") and i not in imports)
+
+
+def test_logic_lines_counts_what_it_says() -> None:
+    cell = "%matplotlib inline\nimport os\nfrom a import (\n    b,\n)\n\n# note\nx = 1\ny = (2,\n     3)\n"
+    assert logic_lines(cell) == 4
+    assert logic_lines("if x:\n    # why\n    import os\n    y = os.sep\n") == 2
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_cell_is_longer_than_fifteen_lines_of_logic(path: Path) -> None:
+    """Notebooks stay thin: every code cell but the literals-only parameters cell has at most 15 lines of logic."""
+    cells = _load(path)["cells"]
+    long = {i: n for i, c in enumerate(cells) if c["cell_type"] == "code"
+            and "parameters" not in c.get("metadata", {}).get("tags", [])
+            and (n := logic_lines("".join(c["source"]))) > MAX_LOGIC_LINES}
+    assert not long, f"cells over {MAX_LOGIC_LINES} lines of logic (cell index: lines): {long}"

@@ -20,5 +20,6 @@ from .generate import (
 )
 from .labels import GoldLabel, gold_label
 from .language import CueFamily, Language
+from .second_audit import second_audit
 
 __all__ = [name for name in dir() if not name.startswith("_")]

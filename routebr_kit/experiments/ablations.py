@@ -38,6 +38,16 @@ def replay_variants(assets: Assets, rows: Sequence[PredictionRow], cases: Mappin
             for variant in map(Variant, variants)}
 
 
+def offline_agreement(variant: str, split: str, recorded: Sequence[PredictionRow],
+                      offline: Sequence[PredictionRow]) -> dict[str, object]:
+    """One table row: how many of a variant's ``recorded`` rows on ``split`` the ``offline`` replay reproduces
+    (final path, object), matched by case id; every recorded case must have been replayed (KeyError otherwise)."""
+    replayed = {r.case_id: r for r in offline}
+    return {"variant": variant, "split": split, "cases": len(recorded),
+            "same final path": sum(replayed[r.case_id].pred_final_path == r.pred_final_path for r in recorded),
+            "same object": sum(replayed[r.case_id].pred_object_id == r.pred_object_id for r in recorded)}
+
+
 @dataclass(frozen=True, slots=True)
 class Promotion:
     """A dispatch the primary-commitment invariant prevented."""

@@ -117,5 +117,14 @@ def search_false_dispatch(seeds: Iterable[int], runs_dir: str | Path, *, profile
     return SearchResult(profile, audits)
 
 
-__all__ = ["DispatchAudit", "FalseDispatch", "SearchResult", "audit_dispatches", "search_false_dispatch",
-           "study_audit"]
+def false_dispatch_examples(audit: DispatchAudit, search: SearchResult | None) -> list[FalseDispatch]:
+    """The false dispatches to show: this run's own, else those of the first searched seed that has one (else none)."""
+    if audit.false_dispatches:
+        return list(audit.false_dispatches)
+    if search is None or search.found_seed is None:
+        return []
+    return list(search.audits[search.found_seed].false_dispatches)
+
+
+__all__ = ["DispatchAudit", "FalseDispatch", "SearchResult", "audit_dispatches", "false_dispatch_examples",
+           "search_false_dispatch", "study_audit"]

@@ -12,7 +12,11 @@ from typing import Any
 
 #: Every public name → the module of this package that defines it.
 _EXPORTS: dict[str, str] = {
+    "adaptive_attacks": "attacks",
     "suite_runs": "attacks",
+    "ForbiddenContrast": "contrast",
+    "calibrate_gates": "gate_calibration",
+    "forbidden_dispatch_contrast": "contrast",
     "Conclusion": "conclusions",
     "Facts": "conclusions",
     "ablations": "conclusions",

@@ -6,6 +6,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..adversarial.scorecard import CONTROLLER_SYSTEMS, AdaptiveResult, adaptive_attack
+from ..backends.lexical import LexicalBackend
+from ..backends.simulated import SimulatedBackend
+from ..core.records import System
 from ..runs.runner import run_cases
 
 
@@ -26,4 +30,20 @@ def suite_runs(suites: Mapping[str, Any], systems: Sequence[str], backend_for: C
     return runs
 
 
-__all__ = ["suite_runs"]
+def adaptive_attacks(suites: Mapping[str, Any], *, seed: int, budget: int, cases: int | None,
+                     profile: str = "deepseek_v4_primary") -> list[AdaptiveResult]:
+    """The adaptive attacker of every suite against two attackers: ``local:lexical`` (it answers the RouteBR proposal
+    only, so it attacks the controller systems) and the simulator ``sim:<profile>`` (which also plays B1/B2 — a
+    simulation, not model evidence)."""
+    attacks = []
+    for suite in suites.values():
+        attackers = {"local:lexical": (lambda _cases, s=suite: LexicalBackend(s.assets.catalog), CONTROLLER_SYSTEMS),
+                     f"sim:{profile}": (lambda c: SimulatedBackend(profile, c, seed=seed),
+                                        (*CONTROLLER_SYSTEMS, System.B1_DIRECT, System.B2_DIRECT_GUARD))}
+        for name, (factory, systems) in attackers.items():
+            attacks.append(adaptive_attack(suite, factory, backend_name=name, budget=budget, seed=seed,
+                                           cases=cases, systems=systems))
+    return attacks
+
+
+__all__ = ["adaptive_attacks", "suite_runs"]

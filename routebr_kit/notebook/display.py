@@ -40,10 +40,13 @@ def trace_table(decision: Decision) -> pd.DataFrame:
                          for t in decision.trace()])
 
 
-def decisions_table(decisions: Iterable[Decision], *, label: str = "request_id") -> pd.DataFrame:
-    """One row per decision: what was emitted and why."""
+def decisions_table(decisions: Iterable[Decision], *, label: str = "request_id", details: bool = False
+                    ) -> pd.DataFrame:
+    """One row per decision: what was emitted and why (``details``: also the winning rule's priority, empty without
+    a rule, and the model calls made)."""
     rows = []
     for d in decisions:
+        extra = {"rule_priority": d.rule.priority if d.rule else "", "calls": d.calls} if details else {}
         rows.append({
             label: d.request_id,
             "terminal": d.terminal.value,
@@ -52,6 +55,7 @@ def decisions_table(decisions: Iterable[Decision], *, label: str = "request_id")
             "winning_rule": d.rule_id or "",
             "rule_decision": d.rule.decision.value if d.rule else "",
             "reason": d.reason.value,
+            **extra,
         })
     return pd.DataFrame(rows)
 
