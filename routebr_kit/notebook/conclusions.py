@@ -1240,6 +1240,6 @@ def live_small_model(scores: pd.DataFrame, fd_pairs: pd.DataFrame, replayed: pd.
 
 
 __all__ = ["Conclusion", "Facts", "ablations", "adversarial", "dataset", "explorer_agreement", "explorer_summary",
-           "failure_story", "forbidden_contrast", "gate_calibration", "live_small_model", "metaroute_ablations", "metaroute_conclusion",
-           "metaroute_robustness", "paper_replay",
-           "pass_k", "quickstart_conclusion", "release_review", "rq1", "rq2", "rq3", "screening", "security"]
+           "failure_story", "forbidden_contrast", "gate_calibration", "live_small_model", "metaroute_ablations",
+           "metaroute_conclusion", "metaroute_robustness", "paper_replay", "pass_k", "quickstart_conclusion",
+           "release_review", "rq1", "rq2", "rq3", "screening", "security"]

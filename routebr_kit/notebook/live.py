@@ -92,7 +92,8 @@ def open_proposer(work: str | Path, *, live: bool = True, threads: int = 2, port
     profiles = Path(work) / "profiles.yaml"
     profiles.parent.mkdir(parents=True, exist_ok=True)
     profiles.write_text(f"{PROFILE}:\n  base_url: {server.base_url}\n  model: {SMOLLM2.alias}\n"
-                        f"  json_schema_style: inline\n  request_options: {{temperature: 0, max_tokens: {max_tokens}}}\n"
+                        "  json_schema_style: inline\n"
+                        f"  request_options: {{temperature: 0, max_tokens: {max_tokens}}}\n"
                         "  timeout_s: 900\n  max_retries: 1\n  retry_backoff_s: 0.2\n", encoding="utf-8")
     label = f"LIVE model {SMOLLM2.alias} (llama.cpp, {threads} threads)"
     return Proposer(True, label, f"**Live**: llama.cpp serves `{SMOLLM2.alias}` at `{server.base_url}` "
