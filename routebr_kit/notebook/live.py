@@ -25,7 +25,7 @@ import pandas as pd
 
 from ..backends.local_server import INSTALL_HINT, SMOLLM2, LocalServer, free_port, require_extra, resolve_model
 from ..backends.registry import make_backend
-from ..core.errors import DataError, ErrorCode
+from ..core.errors import DataError
 from ..core.rules import rule
 from ..dataset import generate_benchmark, write_benchmark
 from ..evaluation.forbidden import dispatches
@@ -69,26 +69,33 @@ class Proposer:
             self.server = None
 
 
+def _fallback(why: str, fallback: str, constrains: Sequence[str]) -> Proposer:
+    keep = tuple(c for c in constrains if c == "none") or ("none",)
+    return Proposer(False, f"SIMULATED backend `{fallback}` (not a model)",
+                    f"{why} This run falls back to the **simulated** backend `{fallback}` — a seeded error model, "
+                    "not a real model: every table and the conclusion say so. The simulated backend sends no request "
+                    "body, so `json-schema` constrained decoding is not run.",
+                    fallback, constrains=keep, skipped=tuple(c for c in constrains if c not in keep))
+
+
 def open_proposer(work: str | Path, *, live: bool = True, threads: int = 2, port: int = 0,
                   constrains: Sequence[str] = ("none", "json-schema"), max_tokens: int = 160,
                   fallback: str = "sim:deepseek_v4_primary") -> Proposer:
-    """Start the packaged model's server (``port=0``: a free one), or fall back to ``fallback`` (a simulation)."""
+    """Start the packaged model's server (``port=0``: a free one), or fall back to ``fallback`` (a simulation):
+    without the extra, with ``live=False``, or when the server does not come up (the reason is in the banner)."""
+    if not live:
+        return _fallback("**Live run switched off** (`live = False`).", fallback, constrains)
     try:
-        if not live:
-            raise DataError(ErrorCode.MISSING_EXTRA, "live=True", field="live", got=False)
         require_extra()
     except DataError as exc:
-        why = (f"**The optional extra `[local]` is not installed** ({exc}). Install it with `{INSTALL_HINT}` to run "
-               "the real model." if live else "**Live run switched off** (`live = False`).")
-        keep = tuple(c for c in constrains if c == "none") or ("none",)
-        return Proposer(False, f"SIMULATED backend `{fallback}` (not a model)",
-                        f"{why} This run falls back to the **simulated** backend `{fallback}` — a seeded error "
-                        "model, not a real model: every table and the conclusion say so. The simulated backend "
-                        "sends no request body, so `json-schema` constrained decoding is not run.",
-                        fallback, constrains=keep, skipped=tuple(c for c in constrains if c not in keep))
+        return _fallback(f"**The optional extra `[local]` is not installed** ({exc}). Install it with "
+                         f"`{INSTALL_HINT}` to run the real model.", fallback, constrains)
     server = LocalServer(resolve_model(SMOLLM2.name), port=port or free_port(), threads=threads)
     started = time.monotonic()
-    server.start()
+    try:
+        server.start()
+    except DataError as exc:
+        return _fallback(f"**The llama.cpp server did not start** ({exc}).", fallback, constrains)
     profiles = Path(work) / "profiles.yaml"
     profiles.parent.mkdir(parents=True, exist_ok=True)
     profiles.write_text(f"{PROFILE}:\n  base_url: {server.base_url}\n  model: {SMOLLM2.alias}\n"
