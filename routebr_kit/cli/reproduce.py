@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..core.errors import DataError, ErrorCode
-from ..notebook.pipeline import RunPlan, choose_artifact, execute, prepare
+from ..notebook.pipeline import RunPlan, choose_artifact, execute, prepare, skip_reason
 from ..store.kitfiles import params_file, shipped_params, work_root
 from .common import command
 
@@ -54,7 +54,8 @@ def reproduce(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(f"parameters: {plan.source}; output folder: {prepared.out} (not created: --dry-run)")
         for job, parameters in prepared.jobs:
-            shown = "skipped (needs the RouteBR artifact)" if parameters is None else json.dumps(parameters)
+            art = str(choice.path) if choice.path is not None else None
+            shown = f"skipped ({skip_reason(job, art)})" if parameters is None else json.dumps(parameters)
             print(f"  {job.name}: {'kept (resume)' if job.name in prepared.kept else shown}")
         return 0
     if prepared.kept:

@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "failure_story": "conclusions",
     "forbidden_contrast": "conclusions",
     "gate_calibration": "conclusions",
+    "live_small_model": "conclusions",
     "metaroute_ablations": "conclusions",
     "metaroute_conclusion": "conclusions",
     "metaroute_robustness": "conclusions",

@@ -9,6 +9,7 @@ A run is described by a parameters file (``params/*.yaml``)::
       - 00_quickstart
       - {name: 02_backend_screening, parameters: {source: simulated}}
       - {name: 07_paper_replay, requires_artifact: true}
+      - {name: 13_live_small_model, requires_extra: local}   # run only when the extra [local] is installed
     with_artifact:                    # applied when --artifact is given
       globals: {source: artifact}
       notebooks: {02_backend_screening: {cases_path: "{artifact}/data/routebr_select_160.csv"}}
@@ -82,10 +83,30 @@ class NotebookJob:
     name: str
     parameters: Mapping[str, Any] = field(default_factory=dict)
     requires_artifact: bool = False
+    requires_extra: str = ""  # an optional extra of the kit (EXTRAS) the notebook needs; "" for none
 
     @property
     def path(self) -> Path:
         return NOTEBOOKS / f"{self.name}.ipynb"
+
+
+def _missing_local() -> tuple[str, ...]:
+    from ..backends.local_server import missing_modules
+
+    return missing_modules()
+
+
+#: Optional extras a notebook may require → the modules of it that are missing here (empty: installed).
+EXTRAS = {"local": _missing_local}
+
+
+def skip_reason(job: NotebookJob, artifact: str | None) -> str | None:
+    """Why ``job`` is skipped in this run (no artifact, or a missing optional extra), else ``None``."""
+    if job.requires_artifact and artifact is None:
+        return "needs the RouteBR artifact (none used)"
+    if job.requires_extra and EXTRAS[job.requires_extra]():
+        return f"needs the optional extra [{job.requires_extra}] (install it with: make {job.requires_extra}-model)"
+    return None
 
 
 @dataclass(frozen=True)
@@ -115,7 +136,12 @@ class RunPlan:
             if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
                 raise DataError(ErrorCode.WRONG_TYPE, "a notebook name or {name: ..., parameters: {...}}",
                                 file=str(path), field=f"notebooks[{i}]", got=item)
-            job = NotebookJob(spec["name"], dict(spec.get("parameters") or {}), bool(spec.get("requires_artifact")))
+            extra = spec.get("requires_extra") or ""
+            if extra not in ("", *EXTRAS):
+                raise DataError(ErrorCode.UNKNOWN_ENUM, "requires_extra: one of " + ", ".join(EXTRAS),
+                                file=str(path), field=f"notebooks[{i}].requires_extra", got=extra)
+            job = NotebookJob(spec["name"], dict(spec.get("parameters") or {}), bool(spec.get("requires_artifact")),
+                              extra)
             if not job.path.is_file():
                 raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a notebook in notebooks/", file=str(path),
                                 field=f"notebooks[{i}]", got=job.name)
@@ -215,7 +241,7 @@ class PreparedRun:
     plan: RunPlan
     out: Path
     artifact: ArtifactChoice
-    jobs: tuple[tuple[NotebookJob, dict[str, Any] | None], ...]  # parameters None: skipped (needs the artifact)
+    jobs: tuple[tuple[NotebookJob, dict[str, Any] | None], ...]  # parameters None: skipped (see skip_reason)
     kept: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # resumed: name -> its manifest entry
     resume: bool = False
 
@@ -230,7 +256,7 @@ def prepare(plan: RunPlan, out: str | Path, *, artifact: ArtifactChoice | None =
     jobs: list[tuple[NotebookJob, dict[str, Any] | None]] = []
     earlier: set[str] = set()
     for job in plan.jobs:
-        if job.requires_artifact and art is None:
+        if skip_reason(job, art) is not None:
             jobs.append((job, None))
             continue
         parameters = plan.parameters_for(job, declared_parameters(job.path), art, out, metaroute_artifact=meta)
@@ -358,7 +384,8 @@ def _execute_jobs(prepared: PreparedRun, results: list[NotebookResult], started:
         for i, (job, parameters) in jobs:
             jobs.set_postfix_str(job.name)
             if parameters is None:
-                results[i] = NotebookResult(job.name, "skipped", 0.0, {}, "needs the RouteBR artifact (none used)")
+                art = str(prepared.artifact.path) if prepared.artifact.path is not None else None
+                results[i] = NotebookResult(job.name, "skipped", 0.0, {}, skip_reason(job, art) or "skipped")
                 continue
             if job.name in prepared.kept:
                 entry = prepared.kept[job.name]

@@ -1,0 +1,74 @@
+"""Notebook 13's machinery on its fallback path (no extra needed): the banner, the seeded sample, the run grid's
+tables, the receipt replay, the shadow edit and the conclusion — the live path is exercised by the notebook itself
+where the extra [local] is installed (tests/test_local_model.py covers the server)."""
+
+from __future__ import annotations
+
+import pytest
+
+from routebr_kit.core.errors import DataError, ErrorCode
+from routebr_kit.notebook import live as lab
+from routebr_kit.notebook.conclusions import live_small_model
+from routebr_kit.store.cases import Split
+
+
+@pytest.fixture(scope="module")
+def fallback(tmp_path_factory):
+    work = tmp_path_factory.mktemp("nb13")
+    proposer = lab.open_proposer(work, live=False)
+    sample = lab.sample_cases(work, n_cases=6, seed=3)
+    grid = lab.run_grid(proposer, sample, work, systems=["routebr", "b1"], seed=3)
+    return work, proposer, sample, grid
+
+
+def test_a_missing_extra_falls_back_to_the_simulation_with_a_banner(tmp_path, monkeypatch):
+    def missing(**_):
+        raise DataError(ErrorCode.MISSING_EXTRA, "the optional extra [local] (install it with: make local-model)")
+
+    monkeypatch.setattr(lab, "require_extra", missing)
+    proposer = lab.open_proposer(tmp_path, constrains=("none", "json-schema"))
+    assert not proposer.live and proposer.server is None
+    assert "make local-model" in proposer.banner and "simulated" in proposer.banner.lower()
+    assert "SIMULATED" in proposer.label
+    assert proposer.constrains == ("none",) and proposer.skipped == ("json-schema",)
+
+
+def test_a_server_that_does_not_start_falls_back_too(tmp_path, monkeypatch):
+    def broken(self):
+        raise DataError(ErrorCode.SERVER_FAILED, "a server that stays up", field="server", got="exit 1")
+
+    monkeypatch.setattr(lab, "require_extra", lambda **_: None)
+    monkeypatch.setattr(lab, "resolve_model", lambda name: None)
+    monkeypatch.setattr(lab.LocalServer, "start", broken)
+    proposer = lab.open_proposer(tmp_path)
+    assert not proposer.live and "did not start" in proposer.banner and "SERVER_FAILED" in proposer.banner
+    assert "switched off" in lab.open_proposer(tmp_path, live=False).banner
+
+
+def test_the_sample_is_seeded_with_whole_flip_pairs(tmp_path):
+    one = lab.sample_cases(tmp_path, n_cases=9, seed=1)
+    two = lab.sample_cases(tmp_path, n_cases=9, seed=1)
+    assert [c.case_id for c in one.cases] == [c.case_id for c in two.cases] and len(one.cases) == 9
+    flips = [c for c in one.cases if c.split is Split.FLIP]
+    assert len(flips) == 4 and all(sum(f.pair_id == c.pair_id for f in flips) == 2 for c in flips)
+    assert {c.split for c in one.cases} == {Split.MAIN, Split.FLIP}
+
+
+def test_tables_replay_and_shadow_edit_on_the_fallback(fallback):
+    work, proposer, sample, grid = fallback
+    scores = lab.scores_table(grid, sample)
+    assert list(scores["system"]) == ["routebr", "b1"] and set(scores["n"]) == {6}
+    assert all(" [" in v for v in scores["false_dispatch"])  # k/n with its Wilson interval
+    pairs = lab.false_dispatch_pairs(grid, sample, "none")
+    assert len(pairs) == sum(not c.gold.dispatchable for c in sample.cases)
+    replayed = lab.replay_check(grid, sample)
+    assert list(replayed["identical"]) == list(replayed["rows"]) == [6]
+    review = lab.shadow_edit(grid, sample, work)
+    summary = review.summary()
+    assert summary["live re-run rows"] == 0 and summary["new false dispatch"] == 0  # a HANDOFF rule only tightens
+    conclusion = live_small_model(scores, pairs, replayed, summary, source=proposer.label, live=False,
+                                  skipped=proposer.skipped)
+    assert "Simulated, not a model" in conclusion.markdown and "make local-model" in conclusion.markdown
+    for text in conclusion.texts.values():
+        assert text in conclusion.markdown
+    assert conclusion.values["replay_identical"] == [6, 6]
