@@ -15,7 +15,7 @@ _EXPORTS: dict[str, str] = {
     "adaptive_attacks": "attacks",
     "suite_runs": "attacks",
     "ForbiddenContrast": "contrast",
-    "calibrate_gates": "gate_calibration",
+    "calibrate_gates": "calibration_runs",
     "forbidden_dispatch_contrast": "contrast",
     "Conclusion": "conclusions",
     "Facts": "conclusions",
