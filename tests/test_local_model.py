@@ -84,8 +84,9 @@ def bench(tmp_path_factory) -> dict:
         "  accepted_reported_models: [another-model]\n"
         "  json_schema_style: inline\n  request_options: {temperature: 0, max_tokens: 8}\n  max_retries: 0\n",
         encoding="utf-8")
-    yield {"root": root, "cases": cases, "profiles": profiles, "server": server, "port": port}
-    server.stop()
+    state = {"root": root, "cases": cases, "profiles": profiles, "server": server, "port": port}
+    yield state
+    state["server"].stop()  # the server running now: the kill-and-resume test replaces the first one
 
 
 def _run(bench: dict, out: Path, *extra: str, profile: str = "live") -> int:
