@@ -5,9 +5,7 @@ receipts or ledger rows).  Imported on demand, through :func:`routebr_kit.backen
 ``openai_compat`` (live OpenAI-compatible profiles), ``simulated`` (``sim:<profile>``) and ``lexical``
 (``local:lexical``)."""
 
-import importlib
-from typing import Any
-
+from .. import lazy_exports
 from .base import Backend, BackendFailure, FailureKind, ModelCall, ModelReply
 from .replay import ReplayBackend
 from .scripted import ScriptedBackend, ScriptExhausted
@@ -35,14 +33,4 @@ __all__ = [*sorted(_LAZY), "Backend", "BackendFailure", "FailureKind", "ModelCal
            "ScriptedBackend", "ScriptExhausted"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later look-ups skip this hook
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

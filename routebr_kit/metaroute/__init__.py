@@ -6,9 +6,7 @@ exact CPython streams or vectorized Philox) â†’ typed traces (:mod:`.records`) â
 :func:`run_benchmark` (:mod:`.run`) ties the layers together.
 """
 
-import importlib
-from typing import Any
-
+from .. import lazy_exports
 from .config import (
     EvaluationConfig,
     ExecutorConfig,
@@ -89,18 +87,8 @@ _LAZY: dict[str, str] = {
     "contrast_table": "sweep",
 }
 
-__all__ = sorted({*(name for name in dir() if not name.startswith("_") and name not in ("importlib", "Any")),
+__all__ = sorted({*(name for name in dir() if not name.startswith("_") and name != "lazy_exports"),
                   *_LAZY})
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later look-ups skip this hook
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -6,8 +6,7 @@ imports only what ``X`` needs).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .. import lazy_exports
 
 #: Every public name → the module of this package that defines it.
 _EXPORTS: dict[str, str] = {
@@ -33,14 +32,4 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later look-ups skip this hook
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

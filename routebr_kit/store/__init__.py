@@ -3,9 +3,7 @@
 Standard library only, like the core it loads for.
 """
 
-import importlib
-from typing import Any
-
+from .. import lazy_exports
 from .assets import Assets, assets_beside, load_assets, load_catalog, load_registry, load_rules, read_csv, read_json
 from .cases import Case, Gold, Language, ObjectDifficulty, Split, load_cases
 
@@ -29,14 +27,4 @@ __all__ = [*sorted(_LAZY), "Assets", "Case", "Gold", "Language", "ObjectDifficul
            "load_assets", "load_cases", "load_catalog", "load_registry", "load_rules", "read_csv", "read_json"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later look-ups skip this hook
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
