@@ -262,26 +262,34 @@ class Manager:
                     stack.append(c)
         return list(seen)
 
+    def reach(self, a: int, bit_of: Callable[[Hashable], int]) -> dict[int, int]:
+        """For every node reachable from ``a``, the union (``|``) of ``bit_of(leaf value)`` over the leaves it
+        reaches: one bottom-up pass."""
+        level_of, kids_of = self._level, self._children
+        out: dict[int, int] = {}
+        for x in sorted(self._reachable(a), key=level_of.__getitem__, reverse=True):
+            kids = kids_of[x]
+            if kids is None:
+                out[x] = bit_of(self._value[x])
+            else:
+                acc = 0
+                for c in set(kids):
+                    acc |= out[c]
+                out[x] = acc
+        return out
+
     def find_all(self, a: int, prefer: Sequence[Sequence[int]] | None = None
                  ) -> dict[Hashable, list[int | None]]:
         """For every leaf value reachable from ``a``, the partial point :meth:`find` returns for it (the first
         path in ``prefer`` order), all from one bottom-up pass of leaf bit sets."""
         level_of, kids_of = self._level, self._children
-        nodes = sorted(self._reachable(a), key=level_of.__getitem__, reverse=True)
-        bit: dict[int, int] = {}
         values: list[Hashable] = []
-        reach: dict[int, int] = {}
-        for x in nodes:
-            kids = kids_of[x]
-            if kids is None:
-                bit[x] = 1 << len(values)
-                values.append(self._value[x])
-                reach[x] = bit[x]
-            else:
-                acc = 0
-                for c in set(kids):
-                    acc |= reach[c]
-                reach[x] = acc
+
+        def bit_of(value: Hashable) -> int:
+            values.append(value)
+            return 1 << (len(values) - 1)
+
+        reach = self.reach(a, bit_of)
         out: dict[Hashable, list[int | None]] = {}
         for i, value in enumerate(values):
             want = 1 << i

@@ -318,90 +318,77 @@ class Release:
     def changing_winners(self, action: str) -> frozenset[str]:
         """The rules of the action's chain whose removal changes its decision on some admitted state: the rules
         that are the first match of some admitted state on which the next matching rule of the extended chain
-        decides otherwise (or no later rule matches).  Cached per action; one search answers the redundancy
-        question for every rule of the action at once.
+        decides otherwise (or no later rule matches).  Cached per action.
 
-        A memoised top-down search over the extended chain, the walk of :meth:`chain_diagram` carried on past the
-        first match to the first later match: once the first match is fixed the question is whether *some*
-        admitted extension reaches a later match of another decision, so the search stops at the first such path
-        (and at once for a rule already known to change).  Before the first match the rules after the *second*
-        satisfied one are dropped (the first two matches come before it), after it those after the first.  No
-        diagram is built: the answer is a set of rules.  (``tests/test_verify_fast.py`` checks it against
-        rebuilding the chain without each rule.)"""
+        Why this is the whole question: under first match by priority, removing rule ``r`` changes the decision
+        only on ``r``'s own region (the states where it is the first match); there the decision becomes that of
+        the next matching rule.  So no reduced program is compiled: for each rule, one memoised walk of the
+        action's first-match diagram restricted to the nodes that still reach ``r``'s leaf (the diagram settles
+        the earlier rules and ``r`` itself, canonically), carrying as a bit set the later rules still possible.
+        A walk answers as soon as a later rule is certain to match — no change if every rule still possible up to
+        it decides like ``r``, a change if none does (a node reaching ``r``'s leaf extends to an admitted state:
+        the diagram sends every inadmissible value to :data:`FAIL`) — or when no later rule is possible.  It stops
+        at the first changing path.  (``tests/test_verify_fast.py`` checks it against rebuilding the chain without
+        each rule, and the redundancy finding against comparing every reduced program's outcomes through the
+        controller.)"""
         found = self._changing.get(action)
         if found is not None:
             return found
+        m = self.manager
         rules = self.extended_chain(action)
         c = self._compiled(rules)
-        last, done, constrained, compat, valid = c.last, c.done, c.constrained, c.compat, c.valid
+        done, constrained, compat, valid = c.done, c.constrained, c.compat, c.valid
         decision_of = [r.decision for r in rules]
-        same = [sum(1 << j for j, e in enumerate(decision_of) if e is d) for d in decision_of]
-        depth = self.manager.depth
-        # viable[level]: every level from ``level`` on admits some value (a decided path extends to a state).
-        viable = [True] * (depth + 1)
-        for lv in range(depth - 1, -1, -1):
-            viable[lv] = viable[lv + 1] and bool(valid[lv])
-        known = [0]  # rules already shown to change: a path deciding for one of them needs no further search
-        memo: dict[tuple[int, int, int], int] = {}
-
-        def rec(level: int, alive: int, first: int) -> int:
-            """The changing winners among the admitted states below (``first``: the rule that matched, -1 if none;
-            with a first match the answer is that rule's bit or 0)."""
-            key = (level, alive, first)
-            found = memo.get(key)
-            if found is not None:
-                return found
-            if first >= 0:
-                if known[0] >> first & 1:
-                    return 1 << first
-            elif not alive & ~known[0]:  # every rule that can still win here is known to change
-                return alive
-            out = -1
-            while out < 0:
-                if not alive:
-                    out = (1 << first) if viable[level] else 0
-                    break
-                head = (alive & -alive).bit_length() - 1
-                if last[head] < level:
-                    if first >= 0:
-                        out = (1 << first) if viable[level] and decision_of[head] is not decision_of[first] else 0
-                        break
-                    first, alive = head, alive & (alive - 1)
-                    if known[0] >> first & 1:
-                        out = 1 << first
-                        break
-                    continue
-                sure = alive & done[level]
-                if first < 0 and sure:  # the first two matches come at or before the second satisfied rule
-                    sure ^= sure & -sure
-                if sure:
-                    alive &= ((sure & -sure) << 1) - 1
-                    if first >= 0:  # a later match is certain: is it different?
-                        alike = alive & same[first]
-                        if alike == alive:
-                            out = 0
-                            break
-                        if not alike:
-                            out = (1 << first) if viable[level] else 0
-                            break
-                if not alive & constrained[level]:
-                    out = rec(level + 1, alive, first) if valid[level] else 0
-                    break
-                step = compat[level]
-                out = 0
-                for v in valid[level]:
-                    out |= rec(level + 1, alive & step[v], first)
-                    if first >= 0 and out:
-                        break
-            if out:
-                known[0] |= out
-            memo[key] = out
-            return out
-
-        winners = rec(0, c.alive, -1)
+        index = {rule_id: k for k, rule_id in enumerate(c.ids)}
+        diagram = self.diagrams[action]
+        reach = m.reach(diagram, lambda leaf: 1 << index[leaf] if leaf in index else 0)
+        winners = 0
+        for k in range(len(c.ids)):
+            bit = 1 << k
+            if reach[diagram] & bit and self._changes(diagram, bit, c.alive & ~((bit << 1) - 1),
+                                                      sum(1 << j for j, d in enumerate(decision_of)
+                                                          if d is decision_of[k]),
+                                                      reach, done, constrained, compat, valid):
+                winners |= bit
         result = frozenset(c.ids[k] for k in range(len(rules)) if winners >> k & 1)
         self._changing[action] = result
         return result
+
+    def _changes(self, diagram: int, bit: int, later: int, alike: int, reach: Mapping[int, int], done: Sequence[int],
+                 constrained: Sequence[int], compat: Sequence[Sequence[int]], valid: Sequence[Sequence[int]]) -> bool:
+        """Whether some admitted state of the region of the rule ``bit`` (its leaf in ``diagram``) has no later
+        rule of ``later`` matching, or a first later match outside ``alike`` (the rules deciding like it)."""
+        m = self.manager
+        memo: dict[tuple[int, int, int], bool] = {}
+
+        def walk(level: int, x: int, alive: int) -> bool:
+            key = (level, x, alive)
+            found = memo.get(key)
+            if found is not None:
+                return found
+            out: bool | None = None
+            if not alive:
+                out = True
+            else:
+                sure = alive & done[level]  # rules whose every constraint holds on this path: the first decides
+                if sure:
+                    alive &= ((sure & -sure) << 1) - 1
+                    same = alive & alike
+                    out = False if same == alive else True if not same else None
+            if out is None:
+                step = compat[level]
+                if not m.is_leaf(x) and m.level(x) == level:
+                    kids = m.children(x)
+                    out = any(reach[kids[v]] & bit and walk(level + 1, kids[v], alive & step[v])
+                              for v in valid[level])
+                elif not alive & constrained[level]:
+                    out = walk(level + 1, x, alive)
+                else:
+                    out = any(walk(level + 1, x, alive & step[v]) for v in valid[level])
+            memo[key] = out
+            return out
+
+        return walk(0, diagram, later)
 
     def _compile(self, action: str) -> int:
         if action not in self.catalog:
