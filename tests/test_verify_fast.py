@@ -17,14 +17,16 @@ cross-field tests) include what the fast paths did not anticipate: unsatisfiable
 
 from __future__ import annotations
 
+import itertools
 import random
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from verify_generators import program_of, random_rules
+from verify_generators import program_of, random_rules, random_state
 
+from routebr_kit.core.controller import Controller, ControllerOptions
 from routebr_kit.core.errors import DataError
-from routebr_kit.core.records import Boundary
+from routebr_kit.core.records import Boundary, Catalog, Entity, Registry, RouteRequest, RuntimeState
 from routebr_kit.core.rules import PolicyEngine, rule
 from routebr_kit.verify import verify_release
 from routebr_kit.verify.mdd import Manager
@@ -265,3 +267,124 @@ def test_synthetic_candidate_shares_the_base_diagrams():
     b = Release("b", CATALOG, base, space, m, registry=REGISTRY)
     c = Release("c", CATALOG, cand, space, m, registry=REGISTRY)
     assert b.diagrams == c.diagrams
+
+
+# --------------------------------------------------------------------------------------------- redundancy by outcomes
+
+#: A two-action catalog (one action needs an ETF, one is object-free) and its registry: small enough to replay every
+#: (state, proposal) pair of a program and of each of its reduced programs through the real controller.
+SMALL_CATALOG = Catalog((CATALOG["A1_ADVISORY"], CATALOG["A4_SUPPORT_RESPONSE"]))
+SMALL_REGISTRY = Registry((Entity("ETF:1", "ETF", "Fund one"), Entity("SVC:1", "SERVICE", "Service one")))
+#: Objects a proposal may name: a permitted candidate, a candidate of an unnamed type, a ghost, UNRESOLVED, NONE.
+OBJECTS = ("ETF:1", "SVC:1", "X:1", "ghost", "UNRESOLVED", "NONE")
+CANDIDATES = (*SMALL_REGISTRY, Entity("X:1", "COMMODITY", "other"))
+KINDS = {"a": "boolean", "b": "boolean", "n": "number", "m": "number", "s": "string", "t": "string"}
+LITERALS_OF = {"boolean": (True, False), "number": (-1, 0, 1, 1.0, 2.5), "string": ("", "a", "b", "v1")}
+MAX_CELLS = 160
+
+
+def _literal_of(rng: random.Random, kind: str) -> object:
+    return None if rng.random() < 0.1 else rng.choice(LITERALS_OF[kind])  # (null: the field's schema gains a type)
+
+
+def _test_of(rng: random.Random, name: str, kind: str, fields: list[str]) -> object:
+    roll = rng.random()
+    if roll < 0.3:
+        return _literal_of(rng, kind)
+    if roll < 0.4:
+        return {"exists": rng.random() < 0.6}
+    if roll < 0.55:
+        return {rng.choice(["in", "not_in"]): [_literal_of(rng, kind) for _ in range(rng.randint(1, 2))]}
+    partners = [f for f in fields if f != name and KINDS[f] == kind]
+    if roll < 0.8 and partners and kind != "boolean":
+        return {rng.choice(["eq", "ne", "lt", "lte", "gt", "gte"]): {"field": rng.choice(partners)}}
+    if kind == "boolean":
+        return {"ne": rng.choice([True, False])}
+    op = rng.choice(["eq", "ne", "lt", "lte", "gt", "gte"])
+    value = _literal_of(rng, kind)
+    return {op: value if value is not None or op in ("eq", "ne") else LITERALS_OF[kind][0]}
+
+
+def small_program(rng: random.Random) -> list:
+    """A few rules over two or three fields of fixed kinds (numeric thresholds, int and float literals, string
+    constants and orderings, booleans, ``null`` literals that retype a field, ``exists``, cross-field tests),
+    with what a shortcut could miss: a field (``c``) only one rule mentions, duplicated conditions, decisions
+    that mostly agree (so redundancy is common), an unconditional rule before the end, a second default."""
+    fields = rng.sample(sorted(KINDS), rng.randint(1, 3))
+    if rng.random() < 0.35:  # two fields of one kind, so that cross-field tests occur
+        fields = [*rng.choice([("n", "m"), ("s", "t")]), *fields[:rng.randint(0, 1)]]
+        fields = list(dict.fromkeys(fields))
+    lonely = rng.choice(["boolean", "number", "string"])
+    decisions = ["ALLOW", "HANDOFF"] if rng.random() < 0.6 else ["ALLOW", "CLARIFY", "DEFER", "HANDOFF", "REJECT"]
+    rules, conditions = [], []
+    for k in range(rng.randint(1, 5)):
+        roll = rng.random()
+        if conditions and roll < 0.2:
+            condition = dict(rng.choice(conditions))
+        elif roll < 0.27:
+            condition = {}
+        else:
+            condition = {f: _test_of(rng, f, KINDS[f], fields) for f in rng.sample(fields, rng.randint(1, len(fields)))}
+        if rng.random() < 0.2 and not any("c" in c for c in conditions):
+            condition["c"] = _literal_of(rng, lonely) if rng.random() < 0.5 else {"exists": rng.random() < 0.5}
+        conditions.append(condition)
+        applies = "*" if rng.random() < 0.6 else [rng.choice(SMALL_CATALOG.ids)]
+        rules.append(rule(f"R{k}", rng.randint(1, 9) * 10, applies, condition, rng.choice(decisions)))
+    rules.append(rule("R99", 999, "*", {}, rng.choice(decisions)))
+    if rng.random() < 0.3:
+        rules.append(rule("R98", 990 if rng.random() < 0.5 else 1000, "*", {}, rng.choice(decisions)))
+    return rules
+
+
+def _outcomes(policy: PolicyEngine, states: list[dict]) -> list[tuple]:
+    """(terminal, reason) of the real controller for every state, action and object (independent of verify/)."""
+    controller = Controller(SMALL_CATALOG, policy, ControllerOptions(), registry_sha256=SMALL_REGISTRY.sha256)
+    out = []
+    for state in states:
+        for action in SMALL_CATALOG.ids:
+            for obj in OBJECTS:
+                request = RouteRequest("ref", "", (), RuntimeState(dict(state)), CANDIDATES)
+                d = controller.decide(request, {"action_id": action, "object_id": obj, "topk": [action]})
+                out.append((d.terminal, d.reason))
+    return out
+
+
+def _cells(policies: list[PolicyEngine], limit: int = MAX_CELLS) -> list[dict] | None:
+    """A witness state of every cell of the joint partition of the programs (``None``: more than ``limit``)."""
+    space = build_space([Source.of_rules(p.rules, p.state_schema) for p in policies])
+    sizes = [len(v.values) for v in space.variables]
+    total = 1
+    for n in sizes:
+        total *= n
+    if total > limit:
+        return None
+    return [space.concretize(list(point)) for point in itertools.product(*(range(n) for n in sizes))]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SEEDS)
+def test_redundancy_equals_comparing_each_reduced_program_through_the_controller(seed):
+    """The reference definition, bluntly: rule ``r`` is redundant iff the program without it is valid and the real
+    controller emits the same (terminal, reason) for every state and every proposal — states: a witness of every
+    cell of the joint partition of both programs plus random concrete states (mistyped, missing and extra values
+    included); proposals: every action with every kind of object."""
+    rng = random.Random(seed)
+    try:
+        policy = PolicyEngine(small_program(rng), SMALL_CATALOG.ids)
+    except DataError:
+        return
+    if _cells([policy]) is None:
+        return
+    report = verify_release(SMALL_CATALOG, policy, SMALL_REGISTRY)
+    extra = [random_state(rng, policy.state_schema if rng.random() < 0.7 else None) for _ in range(12)]
+    for finding in report.rules:
+        try:
+            reduced = PolicyEngine([x for x in policy.rules if x.rule_id != finding.rule_id], SMALL_CATALOG.ids)
+        except DataError:
+            assert not finding.redundant, finding
+            continue
+        cells = _cells([policy, reduced], 4 * MAX_CELLS)  # (another schema may split a class: a few more cells)
+        states = (cells if cells is not None else _cells([policy])) + extra  # type: ignore[operator]
+        same = _outcomes(policy, states) == _outcomes(reduced, states)
+        assert finding.redundant is same, (finding.rule_id, finding.redundant_note, [r.as_dict() for r in
+                                                                                       policy.rules])
