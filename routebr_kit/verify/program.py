@@ -383,7 +383,8 @@ class Release:
                               for v in valid[level])
                 elif not alive & constrained[level]:
                     out = walk(level + 1, x, alive)
-                else:
+                else:  # (the diagram tests every level with an inadmissible value, i.e. every field a rule names:
+                    # kept for a schema admitting every value of a field)
                     out = any(walk(level + 1, x, alive & step[v]) for v in valid[level])
             memo[key] = out
             return out
