@@ -1,10 +1,12 @@
 """Every notebook's rendered conclusion agrees with the tables beside it, at two seeds or sources.
 
-Each of the 13 notebooks runs with papermill twice (:mod:`tests.notebook_runs`: small parameters, two seeds or
-two sources).  For each run the saved ``tables/conclusions.json`` must (1) state every fact verbatim in its
-Markdown and carry no other number, (2) be what the executed notebook displays, and (3) — for the notebooks with
-a check below — hold facts equal to the values re-read from the CSV tables the same run wrote.  Different seeds
-must give different facts, so the prose demonstrably follows the run.
+Each of the notebooks 00–13 runs with papermill twice (:mod:`tests.notebook_runs`: small parameters, two seeds or
+two sources; 13 on its simulated fallback).  For each run the saved ``tables/conclusions.json`` must (1) state every
+fact verbatim in its Markdown and carry no other number, (2) be what the executed notebook displays, and (3) hold
+facts equal to the values re-read from the tables the same run wrote (:func:`_facts`: the set of facts must equal
+the set of checked keys, so a fact without a table check fails) — the section conclusions of 02, 08, 10 and 11
+too.  A fact with no table behind it is a parameter of the run (``seed``, ``seeds``).  Different seeds must give
+different facts, so the prose demonstrably follows the run.
 """
 
 from __future__ import annotations
@@ -94,6 +96,16 @@ def test_the_prose_follows_the_run(name) -> None:
 
 def _parameters(name: str, variant: str) -> dict:
     return next(parameters for v, parameters, _ in VARIANTS[name] if v == variant)
+
+
+def _parameters_defaults(name: str) -> dict:
+    """The literals of a notebook's ``parameters`` cell (what a variant does not override)."""
+    import ast
+
+    nb = json.loads((NOTEBOOKS / f"{name}.ipynb").read_text(encoding="utf-8"))
+    cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+    tree = ast.parse("".join(cell["source"]))
+    return {node.targets[0].id: ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)}
 
 
 def _facts(values: dict, expected: dict) -> None:
@@ -485,3 +497,92 @@ def test_live_small_model_facts_match_the_tables(variant) -> None:
                  "shadow_new_fb": int(edit["new false block"]), "shadow_gate": edit["gate"],
                  "n_cases": int(scores["n"].max())}
     _facts(_conclusion(out)["values"], expected)
+
+
+@pytest.mark.parametrize("variant", variant_names("10_release_review"))
+def test_release_review_facts_match_the_tables(variant) -> None:
+    out = executed("10_release_review", variant)
+    order = _table(out, "release_review_rule_order")
+    mine = order[order["new"].astype(str) == "True"].iloc[0]
+    before, after = order["order"] < mine["order"], (order["order"] > mine["order"]) & (order["decision"] != "ALLOW")
+    shown = order[before | after]  # the rules the prose ranks the new rule against
+    expected = {f"priority_{r}": int(p) for r, p in zip(shown["rule_id"], shown["priority"], strict=True)}
+    expected["new_rule_priority"] = int(mine["priority"])
+    edits = _table(out, "release_review_edits").set_index("edit")
+    rule, registry = edits.loc["rule"], edits.loc["registry"]
+    classes = ("new false dispatch", "new false block", "fixed", "other path change", "trace only")
+    expected |= {_slug(k): int(rule[k]) for k in classes}
+    expected |= {"selected": int(rule["selected (exact)"]), "changed": int(rule["changed"]),
+                 "registry_selected": int(registry["selected (exact)"]), "registry_changed": int(registry["changed"]),
+                 "registry_new_false_block": int(registry["new false block"]),
+                 "registry_new_false_dispatch": int(registry["new false dispatch"]),
+                 "registry_live": int(registry["live re-run rows"]),
+                 "prompt_changed": int(edits.loc["prompt", "changed"])}
+    assert sum(int(rule[k]) for k in classes) == int(rule["changed"])  # else the prose names unclassified rows
+    moves = _table(out, "release_review_rule_transitions")
+    took = moves[moves["candidate_rule"].str.split("@").str[0] == mine["rule_id"]]
+    winner = took["base_rule"].str.replace(r"@.*->(.*)", r" (\1)", regex=True)
+    expected |= {f"took_{w}": int(n) for w, n in took.groupby(winner)["rows"].sum().items()}
+    terminal = {c: moves[c].str.startswith("T_") for c in ("base_final_path", "candidate_final_path")}
+    right = moves[(moves["base_final_path"] == moves["gold_final_path"]) & terminal["base_final_path"]
+                  & terminal["candidate_final_path"] & (moves["candidate_final_path"] != moves["base_final_path"])]
+    expected |= {f"correct_{a}_{b}".lower(): int(n)
+                 for (a, b), n in right.groupby(["base_final_path", "candidate_final_path"])["rows"].sum().items()}
+    if (moves["change_class"] == "trace_only").any():
+        expected["trace_rows"] = int(moves.loc[moves["change_class"] == "trace_only", "rows"].sum())
+    exact = _table(out, "release_review_rule_verify")
+    totals = json.loads((out / "tables" / "release_review_rule_verify_totals.json").read_text(encoding="utf-8"))
+    expected |= {f"actions_{k}": int(n) for k, n in exact["relation"].value_counts().items()}
+    expected |= {"widening": int(exact["relation"].isin(["widening", "incomparable"]).sum()),
+                 "regions_changed": totals["regions_changed"] if totals["states_changed"] is None
+                 else totals["states_changed"], "recorded_rows": totals["recorded"]["rows"],
+                 "recorded_states": totals["recorded"]["distinct_states"],
+                 "changed_regions_seen": int(exact["changed_regions_seen_by_recorded_rows"].sum())}
+    assert totals["regions_changed"] == exact["regions_changed"].sum()  # the totals are the per-action sums
+    assert totals["recorded"]["changed_regions_seen"] == expected["changed_regions_seen"]
+    gates = _table(out, "release_review_gates")
+    failed = gates[(gates["edit"] == "rule") & (gates["passed"].astype(str) == "False")]
+    expected |= {f"gate_{_slug(c)}": float(v) for c, v in zip(failed["criterion"], failed["value"], strict=True)}
+    cover = json.loads((out / "tables" / "release_review_coverage.json").read_text(encoding="utf-8"))
+    expected |= {"rules_covered": [len(cover["covered_rules"]), cover["rules"]],
+                 "rule_coverage": len(cover["covered_rules"]) / cover["rules"],
+                 "regions_exercised": [cover["regions_exercised"], cover["regions_total"]]}
+    cost = _table(out, "release_review_prompt_live_cost").iloc[0]
+    expected |= {"prompt_live_rows": int(cost["rows"]), "prompt_live_calls": int(cost["calls"]),
+                 "prompt_live_tokens": int(cost["input_tokens"]) + int(cost["output_tokens"])}
+    impact = _table(out, "release_review_impact").set_index("edit")
+    for edit in ("rule", "registry"):
+        expected |= {f"{edit}_outside_slice": int(impact.loc[edit, "outside paper slice"]),
+                     f"{edit}_affected": int(impact.loc[edit, "exact affected rows"])}
+    ledgers = _table(out, "release_review_ledgers")
+    expected["controller_rows"] = int(ledgers.loc[ledgers["controller"].astype(str) == "True", "rows"].sum())
+    _facts(_conclusion(out)["values"], expected)
+    # the forbidden-dispatch contrast and the gate calibration of the same notebook, against their own tables
+    contrast = out / "tables" / "forbidden_contrast_conclusion.json"
+    if contrast.exists():
+        counts = _table(out, "forbidden_contrast").set_index("measure")
+        metrics = _table(out, "forbidden_contrast_metrics").iloc[0]
+        gates = _table(out, "forbidden_contrast_gates")
+        expected = {f"{side}_{key}": _count(counts.loc[measure].iloc[i]) for i, side in enumerate(("base", "candidate"))
+                    for key, measure in (("exact", "exact"), ("false_dispatch", "gold-based FD (paper)"),
+                                         ("forbidden_dispatch", "forbidden dispatch (kit)"))}
+        expected |= {k: int(metrics[k]) for k in ("changed", "new_false_dispatch", "new_forbidden_dispatch")}
+        expected |= {"path_exact_drop": float(metrics["path_exact_drop"]),
+                     "verdicts": dict(zip(gates["gate"], _flag(gates, "passed"), strict=True))}
+        _facts(json.loads(contrast.read_text(encoding="utf-8"))["values"], expected)
+    calibration = _table(out, "gate_calibration")
+    whole = calibration[calibration["criterion"] == "whole gate"]
+
+    def rate(text: str) -> float:
+        return pytest.approx(float(str(text).split("%")[0]) / 100, abs=0.0005 + 1e-9)  # a 1-decimal percentage
+
+    expected = {f"{r['re-run model']}_{r['gate']}_false_alarm": rate(r["A/A false alarm"]) for _, r in whole.iterrows()}
+    power = next(c for c in calibration.columns if c.startswith("power ("))
+    expected |= {f"{r['re-run model']}_{r['gate']}_power": rate(r[power]) for _, r in whole.iterrows()}
+    confirm = ledgers["task"].str.startswith("confirm/").any()  # the calibration's rows: RouteBR (CONFIRM if any)
+    chosen = ledgers[(ledgers["system"] == "routebr") & (~confirm | ledgers["task"].str.startswith("confirm/"))]
+    parameters = {**_parameters_defaults("10_release_review"), **_parameters("10_release_review", variant)}
+    expected |= {"sims": parameters["calibration_sims"], "effect_pp": parameters["calibration_effect_pp"],
+                 "rows": int(chosen["rows"].sum())}
+    values = json.loads((out / "tables" / "gate_calibration_conclusion.json").read_text(encoding="utf-8"))["values"]
+    _facts(values, expected)
