@@ -147,6 +147,11 @@ def test_lexical_routebr_never_dispatches_forbidden(published, tmp_path):
     assert totals["routebr"]["followed"].k == totals["a_state"]["followed"].k  # same proposals
     assert totals["a_state"]["forbidden_dispatch"].k > 0
     assert all(s.followed.n == s.cases for s in scores if s.family in HOSTILE)
+    # each row carries the counts behind its rates, so the pooled rates can be re-derived from the saved table
+    for system, measures in totals.items():
+        for measure, rate in measures.items():
+            counts = [s.as_row()[f"{measure}_count"] for s in scores if s.system == system and s.family in HOSTILE]
+            assert [sum(int(c.split("/")[i]) for c in counts if c) for i in (0, 1)] == [rate.k, rate.n]
 
 
 def test_cli_generate_attacks(published, tmp_path):

@@ -18,6 +18,7 @@ from routebr_kit.metaroute.analysis import (
     detection_power,
     difficulty_success,
     failure_breakdown,
+    per_seed_success,
     power_curve,
     seeds_for_power,
     task_profile_frame,
@@ -70,6 +71,19 @@ def test_summary_order_and_frames(main: BenchmarkRun) -> None:
     assert list(workload_frame(evaluation).index) == [s.policy for s in evaluation.summaries]
     assert sum(evaluation.failure_modes["adaptive"].values()) == 5400
     assert [c.baseline for c in evaluation.comparisons] == sorted(c.baseline for c in evaluation.comparisons)
+
+
+def test_per_seed_success_is_what_a_paired_comparison_is_computed_from(main: BenchmarkRun) -> None:
+    from routebr_kit.metaroute.evaluation import compare
+    from routebr_kit.metaroute.numerics import seed_ci
+
+    frame = per_seed_success(main.traces, ["adaptive", "static_workload"])
+    assert list(frame.columns) == ["adaptive", "static_workload"] and list(frame.index) == list(main.traces.seeds)
+    difference = (frame["adaptive"] - frame["static_workload"]).tolist()
+    paired = compare(main.traces, "adaptive", "static_workload")
+    assert sum(difference) / len(difference) == pytest.approx(paired.success_difference, abs=1e-12)
+    assert seed_ci(difference, 1.96) == pytest.approx(paired.success_difference_ci95, abs=1e-12)
+    assert list(per_seed_success(main.traces).columns) == list(main.traces.policies)
 
 
 def test_ablation_table_and_power_study() -> None:

@@ -1,10 +1,12 @@
 """Every notebook's rendered conclusion agrees with the tables beside it, at two seeds or sources.
 
-Each of the 13 notebooks runs with papermill twice (:mod:`tests.notebook_runs`: small parameters, two seeds or
-two sources).  For each run the saved ``tables/conclusions.json`` must (1) state every fact verbatim in its
-Markdown and carry no other number, (2) be what the executed notebook displays, and (3) — for the notebooks with
-a check below — hold facts equal to the values re-read from the CSV tables the same run wrote.  Different seeds
-must give different facts, so the prose demonstrably follows the run.
+Each of the notebooks 00–13 runs with papermill twice (:mod:`tests.notebook_runs`: small parameters, two seeds or
+two sources; 13 on its simulated fallback).  For each run the saved ``tables/conclusions.json`` must (1) state every
+fact verbatim in its Markdown and carry no other number, (2) be what the executed notebook displays, and (3) hold
+facts equal to the values re-read from the tables the same run wrote (:func:`_facts`: the set of facts must equal
+the set of checked keys, so a fact without a table check fails) — the section conclusions of 02, 08, 10 and 11
+too.  A fact with no table behind it is a parameter of the run (``seed``, ``seeds``).  Different seeds must give
+different facts, so the prose demonstrably follows the run.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from notebook_runs import VARIANTS, executed, variant_names
+
+from routebr_kit.notebook.conclusions import _slug
 
 pytest.importorskip("papermill")
 
@@ -41,7 +45,7 @@ def runs() -> _Runs:
 
 
 def test_every_notebook_is_covered() -> None:
-    assert ALL == sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb") if p.stem[:2].isdigit() and int(p.stem[:2]) < 13)
+    assert ALL == sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb") if p.stem[:2].isdigit())
 
 
 def _conclusion(out_dir: Path) -> dict:
@@ -90,101 +94,25 @@ def test_the_prose_follows_the_run(name) -> None:
         assert first["values"] != second["values"]
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_rq1_facts_match_the_tables(runs, seed) -> None:
-    out = runs[("03_rq1_routing_correctness", seed)]
-    values = _conclusion(out)["values"]
-    headline = _table(out, "rq1_main_headline").set_index("system")
-    assert values["routebr_exact"] == pytest.approx(headline.loc["RouteBR", "exact"])
-    assert values["b1_direct_action"] == pytest.approx(headline.loc["B1 Direct", "action"])
-    assert values["b2_direct_guard_exact"] == pytest.approx(headline.loc["B2 Direct+Guard", "exact"])
-    tests = _table(out, "rq1_mcnemar").set_index("Comparison")
-    assert values["b2_direct_guard_a_only"] == tests.loc["RouteBR vs B2 Direct+Guard", "A only correct"]
-    assert values["routebr_errors"] == len(_table(out, "rq1_routebr_errors"))
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_rq2_facts_match_the_tables(runs, seed) -> None:
-    out = runs[("04_rq2_state_flip", seed)]
-    values = _conclusion(out)["values"]
-    pairs = _table(out, "rq2_flip_pairs").set_index("system")
-    assert values["routebr_pairs"] == _count(pairs.loc["RouteBR", "pairs"])
-    assert values["a_state_fd"] == _count(pairs.loc["RouteBR w/o state enforcement", "FD"])
-    assert values["b1_pairs"] == _count(pairs.loc["B1 Direct", "pairs"])
-    dispatches_allowed, dispatches = values["dispatches_allowed"]
-    assert dispatches_allowed == dispatches  # the structural guarantee
-    examples = _table(out, "rq2_false_dispatch_examples")
-    if values["false_dispatches"][0]:  # this run's own false dispatches are the listed examples
-        assert values["false_dispatches"][0] == len(examples)
-        assert (examples["misread"].astype(str) == "True").all()
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_rq3_facts_match_the_tables(runs, seed) -> None:
-    out = runs[("05_rq3_object_contract", seed)]
-    values = _conclusion(out)["values"]
-    table = _table(out, "table_vi_rq3").set_index(["Variant", "Split"])
-    assert values["a_ground_fb"] == _count(table.loc[("RouteBR w/o closed grounding", "ENTITY"), "FB"])
-    assert values["routebr_entity_object"] == pytest.approx(
-        float(table.loc[("RouteBR", "ENTITY"), "Object accuracy"]) / 100)
-    stops = _table(out, "rq3_who_stops")
-    assert values["unresolvable_exact"][1] == stops["cases"].sum()
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_ablation_facts_match_the_tables(runs, seed) -> None:
-    out = runs[("06_ablations", seed)]
-    values = _conclusion(out)["values"]
-    table = _table(out, "ablation_variants")
-    for variant, column, fact in (("a_state", "FD", "a_state_fd"), ("a_ground", "FB", "a_ground_fb"),
-                                  ("routebr", "FD", "routebr_fd")):
-        counts = [_count(v) for v in table.loc[table["variant"] == variant, column]]
-        assert values[fact] == [sum(c[0] for c in counts), sum(c[1] for c in counts)]
-    assert values["promotions"] == len(_table(out, "ablation_prevented_promotions"))
-
-
-@pytest.mark.parametrize("variant", variant_names("08_metaroute_bench"))
-def test_metaroute_facts_match_the_tables(variant) -> None:
-    out = executed("08_metaroute_bench", variant)
-    values = _conclusion(out)["values"]
-    summary = _table(out, "table2_summary").set_index("policy")
-    assert values["adaptive_success"] == pytest.approx(summary.loc["adaptive", "success_rate"], abs=1e-4)
-    assert values["static_success"] == pytest.approx(summary.loc["static_workload", "success_rate"], abs=1e-4)
-    pairs = _table(out, "paired_differences").set_index("baseline")
-    assert values["margin_pts"] == pytest.approx(100 * pairs.loc["static_workload", "success_difference"], abs=0.01)
-
-
-@pytest.mark.parametrize("variant", variant_names("11_adversarial"))
-def test_adversarial_facts_match_the_tables(variant) -> None:
-    out = executed("11_adversarial", variant)
-    values = _conclusion(out)["values"]
-    worst = _table(out, "adversarial_worst_case").set_index("system")
-    assert values["routebr_fd"] == worst.loc["routebr", "forbidden_dispatches_reachable"] == 0
-    assert values["a_state_fd"] == worst.loc["a_state", "forbidden_dispatches_reachable"]
-    assert values["b1_direct_fd"] == worst.loc["b1_direct", "forbidden_dispatches_reachable"]
-    scores = _table(out, "adversarial_lexical_scores")
-    hostile = scores[(scores["system"] == "routebr") & ~scores["family"].isin(["BENIGN_LOOKALIKE", "CONTROL"])]
-    assert values["routebr_forbidden"][1] == hostile["cases"].sum()
-
-
-@pytest.mark.parametrize("variant", variant_names("12_metaroute_robustness"))
-def test_robustness_facts_match_the_tables(variant) -> None:
-    out = executed("12_metaroute_robustness", variant)
-    values = _conclusion(out)["values"]
-    share = _table(out, "robustness").set_index("baseline")
-    assert values["static_ahead"] == [share.loc["static_workload", "ahead"], share.loc["static_workload",
-                                                                                        "configurations"]]
-    assert values["static_behind"] == share.loc["static_workload", "behind"]
-    ranking = _table(out, "sensitivity")
-    assert values["top_rho"] == pytest.approx(ranking["spearman_rho"].iloc[0], abs=0.005)
-
-
 def _parameters(name: str, variant: str) -> dict:
     return next(parameters for v, parameters, _ in VARIANTS[name] if v == variant)
 
 
+def _parameters_defaults(name: str) -> dict:
+    """The literals of a notebook's ``parameters`` cell (what a variant does not override)."""
+    import ast
+
+    nb = json.loads((NOTEBOOKS / f"{name}.ipynb").read_text(encoding="utf-8"))
+    cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+    tree = ast.parse("".join(cell["source"]))
+    return {node.targets[0].id: ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)}
+
+
 def _facts(values: dict, expected: dict) -> None:
-    """Every fact of the run is one of ``expected`` (no number left unchecked) and equals the table's value."""
+    """Every fact of the run is one of ``expected`` (no number left unchecked) and equals the table's value.
+
+    A float is compared to within the 2-decimal rounding of a stated fact; a check that needs another tolerance
+    (a p-value, a ratio of 4-decimal table values) passes a ``pytest.approx`` itself."""
     assert set(values) - {"same_proposal"} == set(expected), "a fact without a table check, or a check without a fact"
     for key, want in expected.items():
         if isinstance(want, float):
@@ -253,8 +181,6 @@ def test_screening_facts_match_the_tables(variant) -> None:
                 "lexical_min": held_out.min() / 100, "lexical_max": held_out.max() / 100}
     _facts(_conclusion(out)["values"], expected)
     # the pass^k section of the same notebook, against its own table
-    from routebr_kit.notebook.conclusions import _slug
-
     pass_k = _table(out, "pass_k_simulated")
     repeats = int(pass_k["repeats"].iloc[0])
     expected = {"repeats": repeats}
@@ -300,3 +226,363 @@ def test_metaroute_ablation_facts_match_the_tables(variant) -> None:
                  "power_design_seeds": int(re.findall(r"\d+", power_col)[0]),
                  "power_largest_seeds": int(power["seeds"].max())}
     _facts(_conclusion(out)["values"], expected)
+
+
+#: A difference of two values of a 4-decimal table, in points, against a fact rounded to 2 decimals.
+TABLE_DIFFERENCE_PTS = 100 * 2 * 0.00005 + 0.005
+
+
+def _flag(frame: pd.DataFrame, column: str) -> pd.Series:
+    return frame[column].astype(str).eq("True")
+
+
+def _mcnemar(a: pd.Series, b: pd.Series, key: str, a_only: str, b_only: str) -> dict:
+    """The exact McNemar facts of two boolean per-unit outcomes, recomputed from a table (scipy's binomial test)."""
+    from scipy.stats import binomtest
+
+    only_a, only_b = int((a & ~b).sum()), int((b & ~a).sum())
+    p = binomtest(min(only_a, only_b), only_a + only_b, 0.5).pvalue if only_a + only_b else 1.0
+    return {f"{key}_paired": len(a), a_only: only_a, b_only: only_b, f"{key}_mcnemar_p": pytest.approx(p, rel=1e-9)}
+
+
+def _audit(audit: pd.DataFrame) -> dict:
+    """The structural-guarantee facts, from the table of every audited RouteBR decision."""
+    dispatched, allows, bounded = (_flag(audit, c) for c in ("dispatched", "rule allows", "gold bounded"))
+    false = dispatched & bounded
+    facts = {"dispatches_allowed": [int((dispatched & allows).sum()), int(dispatched.sum())],
+             "false_dispatches": [int(false.sum()), int(bounded.sum())]}
+    if false.any():
+        facts["false_dispatches_misread"] = int((false & (audit["action"] != audit["gold action"])).sum())
+    return facts
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_rq1_facts_match_the_tables(runs, seed) -> None:
+    out = runs[("03_rq1_routing_correctness", seed)]
+    headline = _table(out, "rq1_main_headline")
+    expected = {"n_main": int(headline.loc[headline["system"] == "RouteBR", "n"].iloc[0])}
+    for r in headline.to_dict("records"):
+        key = _slug(r["system"])
+        expected |= {f"{key}_exact": float(r["exact"]), f"{key}_action": float(r["action"])}
+    if (headline["system"] != "RouteBR").any():
+        expected["largest_gap_pts"] = 100 * float(headline.loc[headline["system"] != "RouteBR", "action_minus_exact"]
+                                                  .max())
+    for t in _table(out, "rq1_mcnemar").to_dict("records"):
+        key = _slug(t["Comparison"].removeprefix("RouteBR vs "))
+        expected |= {f"{key}_a_only": int(t["A only correct"]), f"{key}_b_only": int(t["B only correct"]),
+                     f"{key}_p": pytest.approx(float(t["p (two-sided)"]), rel=1e-9)}
+    errors = _table(out, "rq1_routebr_errors")
+    expected |= {"routebr_errors": len(errors),
+                 "routebr_errors_dispatched": int((~errors["pred_path"].astype(str).str.startswith("T_")).sum())}
+    _facts(_conclusion(out)["values"], expected | _audit(_table(out, "rq1_dispatch_audit")))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_rq2_facts_match_the_tables(runs, seed) -> None:
+    out = runs[("04_rq2_state_flip", seed)]
+    pairs = _table(out, "rq2_flip_pairs").set_index("system")
+    anatomy = _table(out, "rq2_pair_anatomy")
+    right = {label: anatomy[label].astype(str).str.endswith("✓").groupby(anatomy["pair_id"]).all()
+             for label in pairs.index}
+    expected = {"routebr_pairs": _count(pairs.loc["RouteBR", "pairs"]),
+                "routebr_fd": _count(pairs.loc["RouteBR", "FD"])}
+    if "RouteBR w/o state enforcement" in pairs.index:
+        expected |= {"a_state_pairs": _count(pairs.loc["RouteBR w/o state enforcement", "pairs"]),
+                     "a_state_fd": _count(pairs.loc["RouteBR w/o state enforcement", "FD"])}
+    for label, key in (("B1 Direct", "b1"), ("B2 Direct+Guard", "b2")):
+        if label in pairs.index:
+            expected |= {f"{key}_pairs": _count(pairs.loc[label, "pairs"]), f"{key}_fd": _count(pairs.loc[label, "FD"])}
+            expected |= _mcnemar(right["RouteBR"], right[label], key, f"{key}_routebr_only", f"{key}_only")
+    missed = _table(out, "rq2_routebr_missed_pairs")
+    wrong = missed[missed["RouteBR"].astype(str).str.endswith("✗")]
+    if len(wrong):
+        expected |= {"routebr_missed_pairs": int(wrong["pair_id"].nunique()), "missed_members": len(wrong),
+                     "missed_allowed_members": int((~wrong["gold_path"].astype(str).str.startswith("T_")).sum())}
+    expected |= _audit(_table(out, "rq2_dispatch_audit"))
+    searched = _table(out, "rq2_guarantee_search")
+    found = searched[searched["false dispatches"].astype(int) > 0]
+    if expected["false_dispatches"][0] == 0 and len(found):
+        expected["example_seed"] = int(found["seed"].iloc[0])
+        examples = _table(out, "rq2_false_dispatch_examples")
+        assert len(examples) == int(found["false dispatches"].iloc[0])  # the examples are that seed's
+    _facts(_conclusion(out)["values"], expected)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_rq3_facts_match_the_tables(runs, seed) -> None:
+    out = runs[("05_rq3_object_contract", seed)]
+    table = _table(out, "table_vi_rq3").set_index(["Variant", "Split"])
+    ground, routebr = table.loc[("RouteBR w/o closed grounding", "ENTITY")], table.loc[("RouteBR", "ENTITY")]
+    expected = {"a_ground_fb": _count(ground["FB"]), "a_ground_exact": float(ground["Contract"]) / 100,
+                "routebr_entity_exact": float(routebr["Contract"]) / 100,
+                "routebr_entity_object": float(routebr["Object accuracy"]) / 100}
+    stops = _table(out, "rq3_who_stops")
+    if len(stops):
+        exact = _flag(stops, "exact")
+        expected["unresolvable_exact"] = [int(stops.loc[exact, "cases"].sum()), int(stops["cases"].sum())]
+        by_rule = stops.groupby("gold_rule")["cases"].sum()
+        expected |= {f"stops_{_slug(str(rule))}": int(n) for rule, n in by_rule.items()}
+    _facts(_conclusion(out)["values"], expected)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_ablation_facts_match_the_tables(runs, seed) -> None:
+    out = runs[("06_ablations", seed)]
+    table = _table(out, "ablation_variants")
+    pooled = {v: {c: [sum(x) for x in zip(*(_count(t) for t in g[c]))] for c in ("FD", "FB", "fail-closed")}
+              for v, g in table.groupby("variant", sort=False)}
+    paths = _table(out, "ablation_case_paths")
+    dispatched = {col: ~paths[col].astype(str).str.startswith("T_") for col in ("gold_path", "pred_path")}
+    no_fd = ~(~dispatched["gold_path"] & dispatched["pred_path"])
+    no_fb = ~(dispatched["gold_path"] & ~dispatched["pred_path"])
+
+    def by_case(correct: pd.Series, variant: str) -> pd.Series:
+        return correct[paths["variant"] == variant].set_axis(paths.loc[paths["variant"] == variant, "case_id"])
+
+    expected = {}
+    for variant, column, fact, correct in (("a_state", "FD", "fd", no_fd), ("no_rules", "FD", "fd", no_fd),
+                                           ("a_ground", "FB", "fb", no_fb)):
+        if variant in pooled:
+            expected |= {f"{variant}_{fact}": pooled[variant][column], f"routebr_{fact}": pooled["routebr"][column]}
+            expected |= _mcnemar(by_case(correct, "routebr"), by_case(correct, variant).reindex(
+                by_case(correct, "routebr").index), variant, f"{variant}_only", f"{variant}_routebr_only")
+    if "no_repair" in pooled:
+        expected["no_repair_fail"] = pooled["no_repair"]["fail-closed"]
+        if pooled["no_repair"]["fail-closed"][0] != pooled["routebr"]["fail-closed"][0]:
+            expected["routebr_fail"] = pooled["routebr"]["fail-closed"]
+    promoted = _table(out, "ablation_prevented_promotions")
+    if len(promoted):
+        expected |= {"promotions": len(promoted), "promotions_wrong": int(_flag(promoted, "promotion wrong").sum())}
+    for r in _table(out, "ablation_offline_vs_recorded").to_dict("records"):
+        expected |= {f"{r['variant']}_same_path": [int(r["same final path"]), int(r["cases"])],
+                     f"{r['variant']}_same_object": [int(r["same object"]), int(r["cases"])]}
+    _facts(_conclusion(out)["values"], expected)
+
+
+@pytest.mark.parametrize("variant", variant_names("08_metaroute_bench"))
+def test_metaroute_facts_match_the_tables(variant) -> None:
+    from routebr_kit.notebook.metaroute_source import resolve_metaroute
+
+    out = executed("08_metaroute_bench", variant)
+    summary = _table(out, "table2_summary").set_index("policy")
+    pairs = _table(out, "paired_differences").set_index("baseline")
+    adaptive, static = summary.loc["adaptive"], summary.loc["static_workload"]
+    ratio = pytest.approx  # a ratio of two 4-decimal table values, in percent
+    expected = {"adaptive_success": adaptive["success_rate"], "static_success": static["success_rate"],
+                "margin_pts": 100 * pairs.loc["static_workload", "success_difference"],
+                "margin_ci_pts": 100 * pairs.loc["static_workload", "success_difference_ci95"],
+                "cost_pct": ratio(100 * (adaptive["mean_cost"] / static["mean_cost"] - 1), abs=0.015),
+                "latency_pct": ratio(100 * (adaptive["mean_latency_s"] / static["mean_latency_s"] - 1), abs=0.015)}
+    for p in ("one_shot", "direct"):
+        expected |= {f"{p}_gap_pts": abs(100 * pairs.loc[p, "success_difference"]),
+                     f"{p}_gap_ci_pts": 100 * pairs.loc[p, "success_difference_ci95"]}
+    workloads = _table(out, "workload_success").set_index("Unnamed: 0")
+    expected["best_workload_pts"] = pytest.approx(
+        100 * (workloads.loc["adaptive"] - workloads.loc["static_workload"]).max(), abs=TABLE_DIFFERENCE_PTS)
+    levels = _table(out, "difficulty_success").set_index("Unnamed: 0")
+    margin = levels.loc["adaptive"] - levels.loc["static_workload"]
+    for level, value in margin.items():
+        expected |= {f"level_{level}": int(level),
+                     f"level_{level}_pts": pytest.approx(100 * value, abs=TABLE_DIFFERENCE_PTS)}
+    if (margin > 0).any():
+        expected["ahead_levels"] = [int(level) for level, value in margin.items() if value > 0]
+    failures = _table(out, "failure_taxonomy")
+    share = failures[failures["label"] != "task_failure"].groupby("policy")[["successful", "traces"]].sum()
+    rate = share["successful"] / share["traces"]
+    expected |= {"label_success_min": float(rate.min()), "label_success_max": float(rate.max())}
+    published = resolve_metaroute("").path
+    if published is not None:  # the published summary, read from the artifact (a published value, labelled so)
+        row = pd.read_csv(published / "main" / "summary.csv").set_index("policy").loc["adaptive"]
+        expected["published_adaptive_success"] = float(row["success_rate"])
+    _facts(_conclusion(out)["values"], expected)
+    explorer = _table(out, "explorer_defaults")
+    agreement = json.loads((out / "tables" / "explorer_agreement.json").read_text(encoding="utf-8"))["values"]
+    _facts(agreement, {"explorer_top_success": float(explorer["success_rate"].iloc[0]),
+                       "headline_top_success": float(summary["success_rate"].iloc[0]),
+                       "seeds": _parameters("08_metaroute_bench", variant)["seeds"]})
+
+
+@pytest.mark.parametrize("variant", variant_names("11_adversarial"))
+def test_adversarial_facts_match_the_tables(variant) -> None:
+    from routebr_kit.adversarial.suite import AttackFamily
+
+    out = executed("11_adversarial", variant)
+    worst = _table(out, "adversarial_worst_case").set_index("system")
+    columns = {"fd": "forbidden_dispatches_reachable", "cases": "cases_with_forbidden_dispatch_reachable",
+               "protected": "protected_without_permission_reachable", "mis": "misroutes_reachable",
+               "unreg": "unregistered_object_reachable"}
+    shown = {"b1_direct": ("fd", "cases", "protected", "unreg"), "b2_direct_guard": ("fd",),
+             "routebr": ("fd", "mis", "unreg"), "a_state": ("fd",)}
+    expected = {f"{system}_{k}": int(worst.loc[system, columns[k]]) for system, keys in shown.items() for k in keys}
+    expected["cases"] = int(worst.loc["b1_direct", "cases"])
+    scores = _table(out, "adversarial_lexical_scores")
+    hostile = scores["family"].map(lambda f: AttackFamily(f).hostile)
+
+    def pooled(system: str, measure: str, rows: pd.Series) -> list[int]:
+        counts = [_count(c) for c in scores.loc[rows & (scores["system"] == system), f"{measure}_count"] if c]
+        return [sum(k for k, _ in counts), sum(n for _, n in counts)]
+
+    expected |= {"routebr_forbidden": pooled("routebr", "forbidden_dispatch", hostile),
+                 "a_state_forbidden": pooled("a_state", "forbidden_dispatch", hostile),
+                 "routebr_followed": pooled("routebr", "followed", hostile),
+                 "routebr_followed_without_attack": pooled("routebr", "followed_without_attack", hostile),
+                 "routebr_over_blocked": pooled("routebr", "over_blocked", ~hostile),
+                 "suite_cases": int(_table(out, "adversarial_suite")["cases"].sum()),
+                 "seed": _parameters("11_adversarial", variant)["seed"]}
+    _facts(_conclusion(out)["values"], expected)
+    # the scorecard and adaptive-attacker section of the same notebook, against its two tables
+    expected = {}
+    for r in _table(out, "adversarial_scorecard").to_dict("records"):
+        key = f"{_slug(r['system'])}_{_slug(r['language'])}"
+        for column, name in (("benign utility", "benign"), ("utility under attack", "under_attack"),
+                             ("targeted ASR", "asr")):
+            counted = re.search(r"\((\d+)/(\d+)\)", str(r[column]))  # "no case" when nothing was counted
+            if counted and int(counted.group(2)):
+                expected[f"{key}_{name}"] = [int(counted.group(1)), int(counted.group(2))]
+    for r in _table(out, "adversarial_adaptive").to_dict("records"):
+        key = f"adaptive_{_slug(r['backend'])}_{_slug(r['language'])}"
+        expected |= {f"{key}_budget": int(str(r["budget"]).split()[0]), f"{key}_followed": _count(r["followed (best "
+                     "attack)"]), f"{key}_unattacked": _count(r["followed (no attack)"]),
+                     f"{key}_{_slug(r['system'])}_forbidden": _count(r["forbidden dispatch"]),
+                     f"{key}_{_slug(r['system'])}_bound": int(r["cases where reachable (bound)"])}
+    security = json.loads((out / "tables" / "security_conclusion.json").read_text(encoding="utf-8"))
+    _facts(security["values"], expected)
+
+
+@pytest.mark.parametrize("variant", variant_names("12_metaroute_robustness"))
+def test_robustness_facts_match_the_tables(variant) -> None:
+    from routebr_kit.metaroute.config import EvaluationConfig
+
+    out = executed("12_metaroute_robustness", variant)
+    share = _table(out, "robustness").set_index("baseline")
+    static, one = share.loc["static_workload"], share.loc["one_shot"]
+    expected = {"configurations": int(static["configurations"]),
+                "seeds": _parameters("12_metaroute_robustness", variant)["seeds"],
+                "static_behind": int(static["behind"]),
+                **{f"static_{k}_pts": 100 * float(static[f"{k}_difference"]) for k in ("min", "max", "median")},
+                "one_shot_median_pts": 100 * float(one["median_difference"])}
+    for key, row in (("static", static), ("one_shot", one)):
+        expected |= {f"{key}_ahead": [int(row["ahead"]), int(row["configurations"])],
+                     f"{key}_fraction": float(row["fraction_ahead"]), f"{key}_fraction_low": float(row["fraction_low"]),
+                     f"{key}_fraction_high": float(row["fraction_high"])}
+    ranking = _table(out, "sensitivity")
+    expected |= {"top_rho": float(ranking["spearman_rho"].iloc[0]),
+                 "second_rho": float(ranking["spearman_rho"].iloc[1])}
+    per_seed = _table(out, "published_constants_per_seed")
+    difference = per_seed["adaptive"] - per_seed["static_workload"]
+    ci = EvaluationConfig().z * difference.std(ddof=1) / len(difference) ** 0.5
+    expected |= {"published_constants_pts": 100 * difference.mean(), "published_constants_ci_pts": 100 * ci}
+    _facts(_conclusion(out)["values"], expected)
+
+
+@pytest.mark.parametrize("variant", variant_names("13_live_small_model"))
+def test_live_small_model_facts_match_the_tables(variant) -> None:
+    out = executed("13_live_small_model", variant)
+    scores = _table(out, "live_scores")
+    expected = {}
+    for r in scores.to_dict("records"):
+        key = f"{_slug(r['system'])}_{_slug(r['constrain'])}"
+        expected |= {f"{key}_exact": _count(r["exact"]), f"{key}_fd": _count(r["false_dispatch"]),
+                     f"{key}_fb": _count(r["false_block"]), f"{key}_repairs": int(r["repairs"]),
+                     f"{key}_fail_closed": int(r["fail_closed"]), f"{key}_tokens": int(r["tokens"]),
+                     f"{key}_latency_s": float(r["latency_s_median"])}
+    pairs = _table(out, "live_false_dispatch_pairs")
+    expected |= {f"{c.removesuffix('_false_dispatch')}_fd_same_cases": [int(_flag(pairs, c).sum()), len(pairs)]
+                 for c in pairs.columns if c.endswith("_false_dispatch")}
+    replayed = _table(out, "live_replay")
+    if len(replayed):
+        expected["replay_identical"] = [int(replayed["identical"].sum()), int(replayed["rows"].sum())]
+    edit = _table(out, "live_shadow_edit").iloc[0]
+    expected |= {"shadow_changed": int(edit["changed"]), "shadow_new_fd": int(edit["new false dispatch"]),
+                 "shadow_new_fb": int(edit["new false block"]), "shadow_gate": edit["gate"],
+                 "n_cases": int(scores["n"].max())}
+    _facts(_conclusion(out)["values"], expected)
+
+
+@pytest.mark.parametrize("variant", variant_names("10_release_review"))
+def test_release_review_facts_match_the_tables(variant) -> None:
+    out = executed("10_release_review", variant)
+    order = _table(out, "release_review_rule_order")
+    mine = order[order["new"].astype(str) == "True"].iloc[0]
+    before, after = order["order"] < mine["order"], (order["order"] > mine["order"]) & (order["decision"] != "ALLOW")
+    shown = order[before | after]  # the rules the prose ranks the new rule against
+    expected = {f"priority_{r}": int(p) for r, p in zip(shown["rule_id"], shown["priority"], strict=True)}
+    expected["new_rule_priority"] = int(mine["priority"])
+    edits = _table(out, "release_review_edits").set_index("edit")
+    rule, registry = edits.loc["rule"], edits.loc["registry"]
+    classes = ("new false dispatch", "new false block", "fixed", "other path change", "trace only")
+    expected |= {_slug(k): int(rule[k]) for k in classes}
+    expected |= {"selected": int(rule["selected (exact)"]), "changed": int(rule["changed"]),
+                 "registry_selected": int(registry["selected (exact)"]), "registry_changed": int(registry["changed"]),
+                 "registry_new_false_block": int(registry["new false block"]),
+                 "registry_new_false_dispatch": int(registry["new false dispatch"]),
+                 "registry_live": int(registry["live re-run rows"]),
+                 "prompt_changed": int(edits.loc["prompt", "changed"])}
+    assert sum(int(rule[k]) for k in classes) == int(rule["changed"])  # else the prose names unclassified rows
+    moves = _table(out, "release_review_rule_transitions")
+    took = moves[moves["candidate_rule"].str.split("@").str[0] == mine["rule_id"]]
+    winner = took["base_rule"].str.replace(r"@.*->(.*)", r" (\1)", regex=True)
+    expected |= {f"took_{w}": int(n) for w, n in took.groupby(winner)["rows"].sum().items()}
+    terminal = {c: moves[c].str.startswith("T_") for c in ("base_final_path", "candidate_final_path")}
+    right = moves[(moves["base_final_path"] == moves["gold_final_path"]) & terminal["base_final_path"]
+                  & terminal["candidate_final_path"] & (moves["candidate_final_path"] != moves["base_final_path"])]
+    expected |= {f"correct_{a}_{b}".lower(): int(n)
+                 for (a, b), n in right.groupby(["base_final_path", "candidate_final_path"])["rows"].sum().items()}
+    if (moves["change_class"] == "trace_only").any():
+        expected["trace_rows"] = int(moves.loc[moves["change_class"] == "trace_only", "rows"].sum())
+    exact = _table(out, "release_review_rule_verify")
+    totals = json.loads((out / "tables" / "release_review_rule_verify_totals.json").read_text(encoding="utf-8"))
+    expected |= {f"actions_{k}": int(n) for k, n in exact["relation"].value_counts().items()}
+    expected |= {"widening": int(exact["relation"].isin(["widening", "incomparable"]).sum()),
+                 "regions_changed": totals["regions_changed"] if totals["states_changed"] is None
+                 else totals["states_changed"], "recorded_rows": totals["recorded"]["rows"],
+                 "recorded_states": totals["recorded"]["distinct_states"],
+                 "changed_regions_seen": int(exact["changed_regions_seen_by_recorded_rows"].sum())}
+    assert totals["regions_changed"] == exact["regions_changed"].sum()  # the totals are the per-action sums
+    assert totals["recorded"]["changed_regions_seen"] == expected["changed_regions_seen"]
+    gates = _table(out, "release_review_gates")
+    failed = gates[(gates["edit"] == "rule") & (gates["passed"].astype(str) == "False")]
+    expected |= {f"gate_{_slug(c)}": float(v) for c, v in zip(failed["criterion"], failed["value"], strict=True)}
+    cover = json.loads((out / "tables" / "release_review_coverage.json").read_text(encoding="utf-8"))
+    expected |= {"rules_covered": [len(cover["covered_rules"]), cover["rules"]],
+                 "rule_coverage": len(cover["covered_rules"]) / cover["rules"],
+                 "regions_exercised": [cover["regions_exercised"], cover["regions_total"]]}
+    cost = _table(out, "release_review_prompt_live_cost").iloc[0]
+    expected |= {"prompt_live_rows": int(cost["rows"]), "prompt_live_calls": int(cost["calls"]),
+                 "prompt_live_tokens": int(cost["input_tokens"]) + int(cost["output_tokens"])}
+    impact = _table(out, "release_review_impact").set_index("edit")
+    for edit in ("rule", "registry"):
+        expected |= {f"{edit}_outside_slice": int(impact.loc[edit, "outside paper slice"]),
+                     f"{edit}_affected": int(impact.loc[edit, "exact affected rows"])}
+    ledgers = _table(out, "release_review_ledgers")
+    expected["controller_rows"] = int(ledgers.loc[ledgers["controller"].astype(str) == "True", "rows"].sum())
+    _facts(_conclusion(out)["values"], expected)
+    # the forbidden-dispatch contrast and the gate calibration of the same notebook, against their own tables
+    contrast = out / "tables" / "forbidden_contrast_conclusion.json"
+    if contrast.exists():
+        counts = _table(out, "forbidden_contrast").set_index("measure")
+        metrics = _table(out, "forbidden_contrast_metrics").iloc[0]
+        gates = _table(out, "forbidden_contrast_gates")
+        expected = {f"{side}_{key}": _count(counts.loc[measure].iloc[i]) for i, side in enumerate(("base", "candidate"))
+                    for key, measure in (("exact", "exact"), ("false_dispatch", "gold-based FD (paper)"),
+                                         ("forbidden_dispatch", "forbidden dispatch (kit)"))}
+        expected |= {k: int(metrics[k]) for k in ("changed", "new_false_dispatch", "new_forbidden_dispatch")}
+        expected |= {"path_exact_drop": float(metrics["path_exact_drop"]),
+                     "verdicts": dict(zip(gates["gate"], _flag(gates, "passed"), strict=True))}
+        _facts(json.loads(contrast.read_text(encoding="utf-8"))["values"], expected)
+    calibration = _table(out, "gate_calibration")
+    whole = calibration[calibration["criterion"] == "whole gate"]
+
+    def rate(text: str) -> float:
+        return pytest.approx(float(str(text).split("%")[0]) / 100, abs=0.0005 + 1e-9)  # a 1-decimal percentage
+
+    expected = {f"{r['re-run model']}_{r['gate']}_false_alarm": rate(r["A/A false alarm"]) for _, r in whole.iterrows()}
+    power = next(c for c in calibration.columns if c.startswith("power ("))
+    expected |= {f"{r['re-run model']}_{r['gate']}_power": rate(r[power]) for _, r in whole.iterrows()}
+    confirm = ledgers["task"].str.startswith("confirm/").any()  # the calibration's rows: RouteBR (CONFIRM if any)
+    chosen = ledgers[(ledgers["system"] == "routebr") & (~confirm | ledgers["task"].str.startswith("confirm/"))]
+    parameters = {**_parameters_defaults("10_release_review"), **_parameters("10_release_review", variant)}
+    expected |= {"sims": parameters["calibration_sims"], "effect_pp": parameters["calibration_effect_pp"],
+                 "rows": int(chosen["rows"].sum())}
+    values = json.loads((out / "tables" / "gate_calibration_conclusion.json").read_text(encoding="utf-8"))["values"]
+    _facts(values, expected)

@@ -89,7 +89,17 @@ class FamilyScore:
                 "followed_without_attack": r(self.followed_without_attack),
                 "target_dispatched": r(self.target_dispatched),
                 "forbidden_dispatch": r(self.forbidden_dispatch), "forbidden_ci": _ci(self.forbidden_dispatch),
-                "over_blocked": r(self.over_blocked), "over_blocked_ci": _ci(self.over_blocked)}
+                "over_blocked": r(self.over_blocked), "over_blocked_ci": _ci(self.over_blocked),
+                **{f"{name}_count": _k_n(getattr(self, name)) for name in _MEASURES}}
+
+
+#: The measures of a :class:`FamilyScore`, each a :class:`Rate` (pooled by :func:`pooled`).
+_MEASURES = ("followed", "followed_without_attack", "target_dispatched", "forbidden_dispatch", "over_blocked")
+
+
+def _k_n(rate: Rate) -> str:
+    """``"k/n"`` (empty when nothing was counted): the counts behind a rate, so a pooled rate can be re-derived."""
+    return f"{rate.k}/{rate.n}" if rate.n else ""
 
 
 def _ci(rate: Rate) -> str:
@@ -174,9 +184,7 @@ def pooled(scores: Iterable[FamilyScore], *, hostile: bool = True) -> dict[str, 
     for s in scores:
         if s.family.hostile is not hostile:
             continue
-        acc = out.setdefault(s.system, {k: [0, 0] for k in ("followed", "followed_without_attack",
-                                                            "target_dispatched", "forbidden_dispatch",
-                                                            "over_blocked")})
+        acc = out.setdefault(s.system, {k: [0, 0] for k in _MEASURES})
         for name in acc:
             rate = getattr(s, name)
             acc[name][0] += rate.k

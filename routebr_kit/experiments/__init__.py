@@ -16,6 +16,7 @@ _EXPORTS: dict[str, str] = {
     "promote_lower_ranked": "ablations",
     "replay_decisions": "ablations",
     "replay_variants": "ablations",
+    "AuditedDecision": "guarantee",
     "DispatchAudit": "guarantee",
     "FalseDispatch": "guarantee",
     "SearchResult": "guarantee",

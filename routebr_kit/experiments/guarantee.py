@@ -48,36 +48,63 @@ class FalseDispatch:
 
 
 @dataclass(frozen=True, slots=True)
+class AuditedDecision:
+    """One audited decision: did it dispatch, did the winning rule for its committed action allow that, is its gold
+    path a terminal (gold-bounded), and which action it committed to beside gold's."""
+
+    case_id: str
+    dispatched: bool
+    rule_allows: bool
+    gold_bounded: bool
+    action: str
+    gold_action: str
+
+    def as_dict(self) -> dict[str, str | bool]:
+        return {"case_id": self.case_id, "dispatched": self.dispatched, "rule allows": self.rule_allows,
+                "gold bounded": self.gold_bounded, "action": self.action, "gold action": self.gold_action}
+
+
+@dataclass(frozen=True, slots=True)
 class DispatchAudit:
-    """Every dispatch of a set of decisions against the rules for its committed action."""
+    """Every dispatch of a set of decisions against the rules for its committed action.
+
+    ``rows``: one :class:`AuditedDecision` per decision — the counts are computed from them."""
 
     decisions: int
     dispatches: int
     allowed_dispatches: int  # dispatches whose committed action the winning rule allowed (or gate not enforced)
     gold_bounded: int
     false_dispatches: tuple[FalseDispatch, ...]
+    rows: tuple[AuditedDecision, ...] = ()
 
     @property
     def guarantee_holds(self) -> bool:
         return self.allowed_dispatches == self.dispatches
 
+    def table(self) -> list[dict[str, str | bool]]:
+        """The audited decisions as table rows (what every count of the audit is computed from)."""
+        return [r.as_dict() for r in self.rows]
+
 
 def audit_dispatches(decisions: Iterable[Decision], cases: Mapping[str, Case], policy: PolicyEngine) -> DispatchAudit:
     """Check every dispatch against the rule program and list the false dispatches (gold path is a terminal)."""
     chosen = list(decisions)
-    dispatched = [d for d in chosen if d.terminal is Terminal.DISPATCH]
-    allowed = sum(1 for d in dispatched if d.rule is not None and d.rule.decision is Boundary.ALLOW)
+    rows = tuple(AuditedDecision(d.request_id, d.terminal is Terminal.DISPATCH,
+                                 d.rule is not None and d.rule.decision is Boundary.ALLOW,
+                                 cases[d.request_id].gold.final_path.startswith("T_"), str(d.action_id or ""),
+                                 cases[d.request_id].gold.action) for d in chosen)
     false = []
-    for d in dispatched:
-        case = cases[d.request_id]
-        if not case.gold.final_path.startswith("T_"):
+    for d, row in zip(chosen, rows):
+        if not (row.dispatched and row.gold_bounded):
             continue
+        case = cases[d.request_id]
         for_gold = policy.evaluate(case.gold.action, case.request.state.values)
         false.append(FalseDispatch(d.request_id, case.gold.action, case.gold.final_path,
                                    ", ".join(case.gold.rule_ids), d.action_id, d.object_id, d.rule_id or "",
                                    for_gold.rule_id, for_gold.decision.value))
-    bounded = sum(1 for d in chosen if cases[d.request_id].gold.final_path.startswith("T_"))
-    return DispatchAudit(len(chosen), len(dispatched), allowed, bounded, tuple(false))
+    return DispatchAudit(len(chosen), sum(r.dispatched for r in rows),
+                         sum(r.dispatched and r.rule_allows for r in rows), sum(r.gold_bounded for r in rows),
+                         tuple(false), rows)
 
 
 def study_audit(study: Study, splits: Sequence[Split | str] = (Split.MAIN, Split.FLIP)) -> DispatchAudit:
@@ -96,6 +123,11 @@ class SearchResult:
     @property
     def found_seed(self) -> int | None:
         return next((seed for seed, a in self.audits.items() if a.false_dispatches), None)
+
+    def table(self) -> list[dict[str, int]]:
+        """One row per searched seed: its decisions, false dispatches and gold-bounded decisions."""
+        return [{"seed": seed, "decisions": a.decisions, "false dispatches": len(a.false_dispatches),
+                 "gold bounded": a.gold_bounded} for seed, a in self.audits.items()]
 
     @property
     def example(self) -> FalseDispatch | None:
@@ -126,5 +158,5 @@ def false_dispatch_examples(audit: DispatchAudit, search: SearchResult | None) -
     return list(search.audits[search.found_seed].false_dispatches)
 
 
-__all__ = ["DispatchAudit", "FalseDispatch", "SearchResult", "audit_dispatches", "false_dispatch_examples",
-           "search_false_dispatch", "study_audit"]
+__all__ = ["AuditedDecision", "DispatchAudit", "FalseDispatch", "SearchResult", "audit_dispatches",
+           "false_dispatch_examples", "search_false_dispatch", "study_audit"]

@@ -68,6 +68,7 @@ _LAZY: dict[str, str] = {
     "detection_power": "analysis",
     "difficulty_success": "analysis",
     "failure_breakdown": "analysis",
+    "per_seed_success": "analysis",
     "power_curve": "analysis",
     "seeds_for_power": "analysis",
     "summary_frame": "analysis",

@@ -14,7 +14,7 @@ import pandas as pd
 from scipy import stats
 
 from .config import EvaluationConfig
-from .evaluation import Evaluation, compare
+from .evaluation import Evaluation, PerSeed, compare
 from .records import FAILURE_CODES, NEED_FIELDS, SUPPORT_ACTIONS, TaskSpec, Traces, Workload
 
 
@@ -26,6 +26,15 @@ def summary_frame(evaluation: Evaluation) -> pd.DataFrame:
 def comparison_frame(evaluation: Evaluation) -> pd.DataFrame:
     """The paired comparisons, with whether each interval excludes zero."""
     return pd.DataFrame([{**asdict(c), "significant": c.significant} for c in evaluation.comparisons])
+
+
+def per_seed_success(traces: Traces, policies: Sequence[str] | None = None) -> pd.DataFrame:
+    """Each seed's success rate per policy (rows: seeds; columns: ``policies``, default all) — the unit from which
+    a paired comparison's mean difference and seed-level interval are computed (:func:`.evaluation.compare`)."""
+    success = PerSeed.of(traces).success
+    names = list(policies or traces.policies)
+    return pd.DataFrame({p: success[:, traces.policies.index(p)] for p in names},
+                        index=pd.Index(list(traces.seeds), name="seed"))
 
 
 def workload_frame(evaluation: Evaluation) -> pd.DataFrame:
