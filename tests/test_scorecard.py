@@ -87,3 +87,23 @@ def test_the_search_beats_no_attack_on_the_chinese_lexical_proposer(routebr_arti
                              budget=20, seed=0, cases=40)
     assert result.best_followed.k > result.unattacked_followed.k
     assert {s.system: s.forbidden_dispatch.k for s in result.systems}["routebr"] == 0
+
+
+def test_the_adaptive_attack_command_is_seeded_and_reports_the_bound(routebr_artifact, tmp_path, capsys):
+    from routebr_kit.cli.main import main
+
+    cases = routebr_artifact / "data" / "routebr_confirm_320.csv"
+    argv = ["adaptive-attack", "--cases", str(cases), "--lang", "en", "--budget", "3", "--attack-cases", "6",
+            "--seed", "2"]
+    assert main([*argv, "--backend", "local:lexical", "--json", str(tmp_path / "a.json")]) == 0
+    assert main([*argv, "--backend", "local:lexical", "--json", str(tmp_path / "b.json")]) == 0
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()  # same seed, same bytes
+    result = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))
+    assert {s["system"] for s in result["systems"]} == {"routebr", "a_state"}  # lexical answers the proposal only
+    routebr = next(s for s in result["systems"] if s["system"] == "routebr")
+    assert routebr["within_envelope"] and routebr["cases_with_forbidden_dispatch_reachable"] == 0
+    assert routebr["forbidden_dispatch"]["k"] == 0
+    assert main([*argv, "--backend", "sim:deepseek_v4_primary", "--json", str(tmp_path / "s.json")]) == 0
+    assert "property of the simulator, not evidence about a model" in capsys.readouterr().out
+    systems = {s["system"] for s in json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))["systems"]}
+    assert systems == {"routebr", "a_state", "b1_direct", "b2_direct_guard"}

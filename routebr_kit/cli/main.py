@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fetch-artifact": ("fetch_artifact", "fetch_artifact"),
     "attack-surface": ("attack_surface", "attack_surface_command"),
     "generate-attacks": ("generate_attacks", "generate_attacks"),
+    "adaptive-attack": ("adaptive_attack", "adaptive_attack_command"),
     "shadow": ("shadow", "shadow"),
     "diff": ("diff", "diff"),
     "gate-check": ("gate_check", "gate_check"),
