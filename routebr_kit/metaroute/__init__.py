@@ -70,6 +70,7 @@ _LAZY: dict[str, str] = {
     "failure_breakdown": "analysis",
     "power_curve": "analysis",
     "seeds_for_power": "analysis",
+    "slice_comparisons": "analysis",
     "summary_frame": "analysis",
     "task_profile_frame": "analysis",
     "workload_frame": "analysis",
