@@ -21,6 +21,7 @@ from routebr_kit.metaroute.analysis import (
     per_seed_success,
     power_curve,
     seeds_for_power,
+    slice_comparisons,
     task_profile_frame,
     workload_frame,
 )
@@ -131,3 +132,30 @@ def test_trace_grid_shapes_are_checked(main: BenchmarkRun) -> None:
                traces.within_latency_budget, traces.failure)
     assert err.value.code is ErrorCode.ROW_SHAPE and err.value.field == "success"
     assert np.array_equal(traces.select(policies=["direct"]).cost[:, 0], traces.cost[:, 0])
+
+
+def test_slice_comparisons_are_the_headline_pairing_on_each_slice(main: BenchmarkRun) -> None:
+    """Each slice's gap is paired by seed: its mean is the gap of the two slice rates the notebook's tables show,
+    its interval the seed-level one of the per-seed slice differences (not of two independent rates)."""
+    from routebr_kit.metaroute.evaluation import PerSeed, compare
+    from routebr_kit.metaroute.numerics import seed_ci
+
+    table = slice_comparisons(main.traces).set_index(["slice", "value"])
+    workloads, levels = workload_frame(main.evaluation), difficulty_success(main.traces)
+    for w in workloads.columns:
+        row = table.loc[("workload", w)]
+        want = workloads.loc["adaptive", w] - workloads.loc["static_workload", w]
+        assert row["difference_points"] == pytest.approx(100 * want, abs=1e-9)
+    t, b = main.traces.policies.index("adaptive"), main.traces.policies.index("static_workload")
+    for lv in levels.columns:
+        row = table.loc[("difficulty", str(lv))]
+        assert row["difference_points"] == pytest.approx(100 * (levels.loc["adaptive", lv]
+                                                                 - levels.loc["static_workload", lv]), abs=1e-9)
+        mask = np.array([task.difficulty == lv for task in main.traces.tasks])
+        per_seed = main.traces.success[:, :, mask].mean(axis=2)
+        assert row["ci95_points"] == pytest.approx(100 * seed_ci((per_seed[:, t] - per_seed[:, b]).tolist(), 1.96))
+        assert row["significant"] == (abs(row["difference_points"]) > row["ci95_points"])
+    everything = compare(main.traces, "adaptive", "static_workload",
+                         per_seed=PerSeed.of(main.traces, np.ones(len(main.traces.tasks), dtype=bool)))
+    assert everything == compare(main.traces, "adaptive", "static_workload")  # the mask is the headline's pairing
+    assert set(table["test"]) == {"paired by seed: mean of per-seed differences, 95% seed-level interval"}

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 import routebr_kit as rk
 from routebr_kit.core.errors import DataError, ErrorCode
 from routebr_kit.metaroute import MetaRouteConfig, Mode, run_benchmark
-from routebr_kit.metaroute.analysis import difficulty_success, failure_breakdown, summary_frame
+from routebr_kit.metaroute.analysis import failure_breakdown, slice_comparisons, summary_frame
 from routebr_kit.notebook.widgets import (
     Figure1Explorer,
     MetaRouteExplorer,
@@ -234,13 +234,13 @@ def test_policy_outcomes_figure_and_conclusion():
     fig = policy_outcomes_figure(run.evaluation)
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert labels == list(summary_frame(run.evaluation)["policy"])  # utility order, best on top
-    c = metaroute_conclusion(run, difficulty_success(run.traces), failure_breakdown(run.traces), match=None)
+    c = metaroute_conclusion(run, slice_comparisons(run.traces), failure_breakdown(run.traces), match=None)
     adaptive = run.evaluation.summary("adaptive")
     assert c.values["adaptive_success"] == round(adaptive.success_rate, 4)
     assert all(text in c.markdown for text in c.texts.values())
     assert "Published" not in c.markdown and "byte-for-byte" not in c.markdown
     published = summary_frame(run.evaluation)
-    labelled = metaroute_conclusion(run, difficulty_success(run.traces), failure_breakdown(run.traces),
+    labelled = metaroute_conclusion(run, slice_comparisons(run.traces), failure_breakdown(run.traces),
                                     match={"summary.csv": False}, published=published)
     assert "differ from the published ones: summary.csv" in labelled.markdown
     assert "Published (MetaRoute artifact" in labelled.markdown

@@ -81,8 +81,9 @@ def gate_check(args: argparse.Namespace) -> int:
         print_table(result.table())
         if effect > 0 and not args.no_search:
             print(f"sample size: smallest n (rows, resampled by FLIP pair or row) with power >= "
-                  f"{100 * TARGET_POWER:.0f}% and A/A false alarm <= {100 * ALPHA:.0f}%, grid 50..{MAX_N} "
-                  f"then bisection, {result.search_sims} simulations per point")
+                  f"{100 * TARGET_POWER:.0f}% and A/A false alarm <= {100 * ALPHA:.0f}%, on one grid 50..{MAX_N} "
+                  f"(steps of about 9%) from common random numbers, {result.search_sims} simulations; "
+                  "[optimistic, conservative]: the same read at either end of the Monte-Carlo intervals")
     print(f"\nA/A: base and candidate re-drawn from the same re-run model; rates are simulations out of "
           f"{args.sims} with Wilson 95% intervals (the Monte-Carlo error). Effect: the candidate loses each right "
           f"answer with the probability that drops expected path exact by {effect:g}pp (a misroute on the same side "

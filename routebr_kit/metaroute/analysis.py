@@ -60,6 +60,34 @@ def difficulty_success(traces: Traces) -> pd.DataFrame:
         columns="difficulty")
 
 
+#: The test every slice comparison names (the published evaluator's pairing: per seed, one policy's mean over the
+#: slice's tasks minus the other's; the interval is z · sd / √seeds over those per-seed differences).
+SLICE_TEST = "paired by seed: mean of per-seed differences, 95% seed-level interval"
+
+
+def slice_comparisons(traces: Traces, treatment: str = "adaptive", baseline: str = "static_workload",
+                      config: EvaluationConfig = EvaluationConfig()) -> pd.DataFrame:
+    """Treatment minus baseline on every workload and every difficulty level, **paired by seed** exactly as the
+    headline comparison (:func:`~routebr_kit.metaroute.evaluation.compare` on the slice's per-seed means), with the
+    test named in a column; ``significant``: the seed-level interval excludes zero."""
+    workloads = np.array([t.workload.value for t in traces.tasks])
+    levels = np.array([t.difficulty for t in traces.tasks])
+    slices = [("workload", w.value, workloads == w.value) for w in Workload if (workloads == w.value).any()]
+    slices += [("difficulty", str(lv), levels == lv) for lv in sorted(set(levels.tolist()))]
+    t, b = traces.policies.index(treatment), traces.policies.index(baseline)
+    rows = []
+    for kind, name, mask in slices:
+        per_seed = PerSeed.of(traces, mask)
+        c = compare(traces, treatment, baseline, config, per_seed)
+        rows.append({"slice": kind, "value": name, "tasks": int(mask.sum()), "seeds": len(traces.seeds),
+                     f"{treatment}_success": float(per_seed.success[:, t].mean()),
+                     f"{baseline}_success": float(per_seed.success[:, b].mean()),
+                     "difference_points": 100 * c.success_difference,
+                     "ci95_points": 100 * c.success_difference_ci95, "significant": c.significant,
+                     "test": SLICE_TEST})
+    return pd.DataFrame(rows)
+
+
 def action_shares(traces: Traces, policy: str) -> pd.DataFrame:
     """Share of a policy's routes that contain each support operation, per workload and overall."""
     p = traces.policies.index(policy)

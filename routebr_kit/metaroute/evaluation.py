@@ -100,10 +100,13 @@ class PerSeed:
     latency_s: np.ndarray
 
     @classmethod
-    def of(cls, traces: Traces) -> PerSeed:
-        tasks = traces.success.shape[2]
-        return cls(success=traces.success.sum(axis=2) / tasks, cost=exact_means(traces.cost, axis=2),
-                   latency_s=exact_means(traces.latency_s, axis=2))
+    def of(cls, traces: Traces, tasks: np.ndarray | None = None) -> PerSeed:
+        """``tasks``: a boolean mask of the tasks to average over (a workload or difficulty slice; default all)."""
+        success, cost, latency = traces.success, traces.cost, traces.latency_s
+        if tasks is not None:
+            success, cost, latency = success[:, :, tasks], cost[:, :, tasks], latency[:, :, tasks]
+        return cls(success=success.sum(axis=2) / success.shape[2], cost=exact_means(cost, axis=2),
+                   latency_s=exact_means(latency, axis=2))
 
 
 def summarize(traces: Traces, config: EvaluationConfig = EvaluationConfig(),

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from ..review import Gate
-from ..review.calibration import ReRunModel, calibrate
+from ..review.calibration import ReRunModel, build_design, calibrate
 from ..review.ledgers import LedgerSet
 
 
@@ -23,13 +23,14 @@ def routebr_runs(ledgers: LedgerSet) -> LedgerSet:
 def calibrate_gates(ledgers: LedgerSet, gates: Mapping[str, str], *, sims: int, seed: int, effect_pp: float
                     ) -> tuple[dict[tuple[str, str], Any], pd.DataFrame]:
     """``({(re-run model, gate name): Calibration}, table)`` over both re-run models (stratum, simulated) and every
-    named gate spec, on :func:`routebr_runs` of ``ledgers``."""
+    named gate spec, on :func:`routebr_runs` of ``ledgers`` (one design per re-run model, shared by the gates)."""
     runs = routebr_runs(ledgers)
     calibrations, rows = {}, []
     for model in (ReRunModel.STRATUM, ReRunModel.SIMULATED):
+        design = build_design(runs, model, seed=seed)
         for name, spec in gates.items():
             c = calibrate(runs, Gate.parse(spec), model=model, sims=sims, seed=seed, effect_pp=effect_pp,
-                          recommend=False)
+                          design=design, recommend=False)
             calibrations[(model.value, name)] = c
             rows += [{"re-run model": model.value, "gate": name,
                       **{k: v for k, v in r.items() if not k.startswith("n for")}} for r in c.table()]

@@ -25,6 +25,7 @@ from ..evaluation.stats import mcnemar
 from ..experiments.guarantee import DispatchAudit, SearchResult
 from ..experiments.replication import INDEPENDENT, REBUILT, ReplayReport
 from ..metaroute.run import BenchmarkRun
+from ..review.calibration import ALPHA
 
 ROUTEBR, A_STATE, A_GROUND = "RouteBR", "RouteBR w/o state enforcement", "RouteBR w/o closed grounding"
 B1, B2 = "B1 Direct", "B2 Direct+Guard"
@@ -830,18 +831,31 @@ def gate_calibration(calibrations: Mapping[tuple[str, str], Any], *, gates: Mapp
     f = Facts()
     first = next(iter(calibrations.values()))
     bullets = [f"Each gate is judged on {f.integer('sims', first.sims)} simulated re-runs of the same "
-               f"{f.integer('rows', first.rows)} RouteBR rows with nothing changed (A/A: a failure is a false alarm) "
-               f"and as many with a {f.points('effect_pp', first.effect_pp)}-point drop in exact match (power); "
-               "brackets are Wilson 95% intervals, the Monte-Carlo error of these simulations."]
+               f"{f.integer('rows', first.rows)} RouteBR rows (the recorded CONFIRM-sized run) with nothing changed "
+               "(A/A: a failure is a false alarm) and as many with a "
+               f"{f.points('effect_pp', first.effect_pp)}-point drop in exact match (power); brackets are Wilson 95% "
+               "intervals, the Monte-Carlo error of these simulations."]
     for (model, name), c in calibrations.items():
-        aa = f.put(f"{model}_{name}_false_alarm", round(c.gate_false_alarm.rate, 4), c.gate_false_alarm.text())
-        power = (f.put(f"{model}_{name}_power", round(c.gate_power.rate, 4), c.gate_power.text())
+        key = re.sub(r"[^a-z0-9]+", "_", f"{model}_{name}")
+        aa = f.put(f"{key}_false_alarm", round(c.gate_false_alarm.rate, 4), c.gate_false_alarm.text())
+        power = (f.put(f"{key}_power", round(c.gate_power.rate, 4), c.gate_power.text())
                  if c.gate_power is not None else None)
+        low, high = c.gate_false_alarm.interval
+        level = f.put("alpha", ALPHA, f"{100 * ALPHA:g}%")
         verdict = ("a false alarm on most unchanged re-runs — the gate flags noise" if c.gate_false_alarm.rate > 0.5
-                   else "more false alarms than the 5% level" if c.gate_false_alarm.interval[0] > 0.05
-                   else "within the 5% level")
+                   else f"more false alarms than the {level} level" if low > ALPHA
+                   else f"within the {level} level: the whole interval is below it" if high <= ALPHA
+                   else f"not distinguishable from the {level} level at this many simulations")
         bullets.append(f"**{name}** gate (`{gates[name]}`), re-run model *{model}*: A/A false alarm {aa} "
                        f"({verdict})" + (f"; power {power}." if power else "."))
+    noisy = [c.gate_false_alarm.rate for (_, name), c in calibrations.items()
+             if name == "default" and c.gate_false_alarm.interval[0] > ALPHA]
+    if noisy:
+        bullets.append("The default gate's raw thresholds are meant for an offline replay, which redraws no proposal "
+                       "and so has no re-run noise; on a candidate that is a re-run they alarm on "
+                       f"{f.pct('default_false_alarm_min', min(noisy))}–{f.pct('default_false_alarm_max', max(noisy))} "
+                       "of unchanged runs (the re-run models above), so a re-run is gated by the re-run gate's exact "
+                       "McNemar test.")
     uncalibrated = sorted({c.criterion for cal in calibrations.values() for c in cal.criteria
                            if c.false_alarm is None})
     if uncalibrated:
@@ -905,10 +919,12 @@ def quickstart_conclusion(permitted: Decision, forbidden: Decision, closed: Deci
     return f.conclusion(bullets, "scripted proposals through the kit's controller", heading=False)
 
 
-def metaroute_conclusion(run: BenchmarkRun, difficulty: pd.DataFrame, failures: pd.DataFrame, *,
+def metaroute_conclusion(run: BenchmarkRun, slices: pd.DataFrame, failures: pd.DataFrame, *,
                          match: Mapping[str, bool] | None, published: pd.DataFrame | None = None) -> Conclusion:
     """Notebook 08: the adaptive router against the rule table and the rest, by workload and difficulty.
 
+    ``slices`` is :func:`~routebr_kit.metaroute.analysis.slice_comparisons` (adaptive minus the rule table per
+    workload and difficulty level, paired by seed, the test named in its ``test`` column);
     ``match`` is the byte-for-byte comparison with the published files (None when it was not made);
     ``published`` the published ``summary.csv`` (its values appear only labelled as published).
     """
@@ -937,19 +953,7 @@ def metaroute_conclusion(run: BenchmarkRun, difficulty: pd.DataFrame, failures: 
                 + ("clear of zero" if comparisons[p].significant else "includes zero") + ")" for p in others)
             bullets.append("Against the simpler policies, as paired differences over the same seeds and traces "
                            f"(seed-level 95% interval): {gaps}.")
-        by = ev.workload_success  # policy -> workload -> success rate
-        workloads = {w: by["adaptive"][w] - by["static_workload"][w] for w in by["adaptive"]}
-        best = max(workloads, key=workloads.get)
-        levels = difficulty.loc["adaptive"] - difficulty.loc["static_workload"]
-        ahead = [int(lv) for lv, v in levels.items() if v > 0]
-        per_level = ", ".join(f"{f.put(f'level_{lv}', int(lv), f'level {lv}')}: {f.points(f'level_{lv}_pts', 100 * v)}"
-                              for lv, v in levels.items())
-        bullets.append(f"The margin is not uniform: largest on *{best}* "
-                       f"({f.points('best_workload_pts', 100 * workloads[best])} points over the rule table); by "
-                       f"difficulty (adaptive minus rule table, points) {per_level} — adaptive is ahead on levels "
-                       f"{f.put('ahead_levels', ahead, ', '.join(map(str, ahead))) if ahead else 'none'}. These "
-                       "are differences of means over the same paired traces, with no paired test per workload or "
-                       "level: descriptive, not significance.")
+        bullets.append(_metaroute_slices(f, slices))
     else:
         bullets.append("This run does not contain both adaptive and static_workload, so the headline comparison "
                        "is not made.")
@@ -976,6 +980,31 @@ def metaroute_conclusion(run: BenchmarkRun, difficulty: pd.DataFrame, failures: 
     source = f"{run.mode.value} mode, {len(run.traces.seeds)} seeds"
     return f.conclusion(bullets, source, heading=False)
 
+
+
+def _metaroute_slices(f: Facts, slices: pd.DataFrame) -> str:
+    """The per-workload / per-difficulty bullet: adaptive minus the rule table, paired by seed, with intervals."""
+    def one(row: Any, key: str) -> str:
+        mark = " (excludes zero)" if row["significant"] else ""
+        return (f"{f.points(key + '_pts', row['difference_points'])} "
+                f"±{f.points(key + '_ci_pts', row['ci95_points'])}{mark}")
+
+    work = slices[slices["slice"] == "workload"]
+    levels = slices[slices["slice"] == "difficulty"]
+    best = work.loc[work["difference_points"].idxmax()]
+    per_work = "; ".join(f"*{r['value']}* {one(r, 'workload_' + r['value'])}" for _, r in work.iterrows())
+    per_level = "; ".join(f"{f.put('level_' + r['value'], int(r['value']), 'level ' + r['value'])} "
+                          f"{one(r, 'level_' + r['value'])}" for _, r in levels.iterrows())
+    ahead = [int(r["value"]) for _, r in levels.iterrows() if r["significant"] and r["difference_points"] > 0]
+    behind = [int(r["value"]) for _, r in levels.iterrows() if r["significant"] and r["difference_points"] < 0]
+    seeds = f.integer("slice_seeds", int(slices["seeds"].iloc[0]))
+    verdict = (f"the interval puts adaptive ahead on levels {f.put('ahead_levels', ahead, ', '.join(map(str, ahead)))}"
+               if ahead else "no level's interval puts adaptive ahead")
+    if behind:
+        verdict += f" and behind on {f.put('behind_levels', behind, ', '.join(map(str, behind)))}"
+    return (f"The margin is not uniform. Adaptive minus the rule table ({slices['test'].iloc[0]}, over "
+            f"{seeds} seeds; points ± half-width), by workload: {per_work} — largest on *{best['value']}*; by "
+            f"difficulty: {per_level} — {verdict}.")
 
 
 def explorer_summary(run: BenchmarkRun | None, error: str | None = None) -> str:

@@ -28,11 +28,18 @@ wrong path on the same side of the dispatch boundary (a misroute, not a new fals
 dispatches measure their false-alarm rate again under it.
 
 **Sample size**: for ``n`` rows the paired rows are resampled with replacement by cluster (a FLIP pair, or one
-row), ``round(n / mean cluster size)`` clusters per simulation; the recommended ``n`` is the smallest of a doubling
-grid from 50 (refined by bisection to about 10%) at which the criterion's estimated power reaches 80% *and* its
+row), ``round(n / mean cluster size)`` clusters per simulation; the recommended ``n`` is the smallest point of one fixed
+grid (:data:`GRID`, ``50 · 2^(i/8)`` up to :data:`MAX_N`: the doubling points, then the points of the bracket
+below the first doubling point that qualifies) at which the criterion's estimated power reaches 80% *and* its
 A/A false-alarm rate is at most 5% (a count threshold such as ``new_false_dispatch <= 0`` alarms more often as
-``n`` grows, and may never qualify).  Both are assumed monotone in ``n``; the search uses ``search_sims``
-simulations per point (default ``min(sims, 500)``).
+``n`` grows, and may never qualify).  The search is **stable**: every grid point reads the same ``search_sims``
+simulations (default ``min(sims, 500)``) — common random numbers: one draw of :data:`MAX_N`'s clusters per
+simulation, a size reads its prefix, and the effect's lost answers are nested (a larger effect loses a superset)
+— so for a seed the power at every ``n`` cannot fall as the effect grows and the recommended ``n`` cannot fall as
+the effect shrinks (tested for every seed).  It is also reported **with its Monte-Carlo range**: the same rule
+read at the favourable and the unfavourable end of the Wilson intervals of power and A/A, so a criterion whose
+A/A rate sits near 5% shows a wide range (or ``> MAX_N`` at the conservative end) instead of a point that jumps
+with the seed.
 
 Every rate is a count of simulations out of ``sims`` with its Wilson 95% interval (the Monte-Carlo error).  The
 metrics are the diff's (:meth:`routebr_kit.review.diff.DiffReport.metrics`), recomputed on outcome arrays
@@ -46,7 +53,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -346,20 +353,37 @@ def _draw(design: Design, rng: np.random.Generator, sims: int, clusters: np.ndar
         index = start + np.minimum((rng.random(safe.shape) * size).astype(np.int64), size - 1)
         out = {"exact": d.pool_exact[index], "strict": d.pool_strict[index],
                "object": d.pool_object[index], "dispatched": d.pool_dispatched[index]}
-        if planted > 0:
-            lost = out["exact"] & (rng.random(safe.shape) < planted)
-            out["exact"] = out["exact"] & ~lost
-            out["strict"] = out["strict"] & ~lost
-        return out
+        return _lose(out, rng.random(safe.shape) < planted) if planted > 0 else out
 
     base, cand = side(design, 0.0), side(candidate if candidate is not None else design, effect_q)
     pair = design.is_pair[chosen]
     k = chosen.shape[1]
     split = design.split[safe]
     pair_split = np.where(pair, split.reshape(sims, k, 2)[:, :, 0], -1)
-    both_b = (base["exact"] & valid).reshape(sims, k, 2).all(axis=2) & pair
-    both_c = (cand["exact"] & valid).reshape(sims, k, 2).all(axis=2) & pair
-    return Draws(valid, split, design.gold_bounded[safe], base, cand, pair_split, both_b, both_c)
+    return Draws(valid, split, design.gold_bounded[safe], base, cand, pair_split, _pairs_ok(base, valid, pair_split),
+                 _pairs_ok(cand, valid, pair_split))
+
+
+def _lose(side: Mapping[str, np.ndarray], lost: np.ndarray) -> dict[str, np.ndarray]:
+    """The planted effect on one side's draws: every right answer flagged in ``lost`` becomes a misroute (wrong
+    path, so not strict either; the dispatch boundary and the object are kept)."""
+    gone = side["exact"] & lost
+    return {**side, "exact": side["exact"] & ~gone, "strict": side["strict"] & ~gone}
+
+
+def _pairs_ok(side: Mapping[str, np.ndarray], valid: np.ndarray, pair_split: np.ndarray) -> np.ndarray:
+    """(sims, clusters): a scored FLIP pair both of whose members are exact on this side."""
+    sims, k = pair_split.shape
+    return (side["exact"] & valid).reshape(sims, k, 2).all(axis=2) & (pair_split >= 0)
+
+
+def _prefix(draws: Draws, k: int) -> Draws:
+    """The first ``k`` clusters of every simulation of a resampled batch (a design of ``k`` clusters: a prefix of
+    i.i.d. cluster draws is itself a sample of ``k`` i.i.d. clusters)."""
+    rows = slice(0, 2 * k)
+    return Draws(draws.valid[:, rows], draws.split[:, rows], draws.gold_bounded[:, rows],
+                 {m: v[:, rows] for m, v in draws.base.items()}, {m: v[:, rows] for m, v in draws.cand.items()},
+                 draws.pair_split[:, :k], draws.pair_base[:, :k], draws.pair_cand[:, :k])
 
 
 def observed_draws(base: LedgerSet, candidate: LedgerSet) -> Draws:
@@ -399,6 +423,38 @@ class Rate:
         return {"hits": self.hits, "sims": self.sims, "rate": self.rate, "wilson_low": low, "wilson_high": high}
 
 
+def _effect_q(design: Design, effect_pp: float) -> float:
+    """The probability that the candidate loses a right answer, so that expected path exact drops by ``effect_pp``."""
+    if effect_pp <= 0:
+        return 0.0
+    p = design.expected_exact
+    if not p > 0 or effect_pp / 100.0 > p:
+        raise DataError(ErrorCode.INVALID_VALUE, f"an effect no larger than the expected exact rate "
+                        f"({100 * p:.1f}%)", got=f"{effect_pp}pp", field="effect")
+    return effect_pp / (100.0 * p)
+
+
+def _clusters_for(design: Design, n: int) -> int:
+    """How many clusters make a design of about ``n`` rows."""
+    mean_cluster = float((design.clusters >= 0).sum()) / design.clusters.shape[0]
+    return max(1, round(n / mean_cluster))
+
+
+def _failures(draws: Draws, criteria: Sequence[Criterion]) -> tuple[dict[str, int], int]:
+    """How many simulations of ``draws`` fail each criterion (by its text), and the whole gate (any of them)."""
+    failed_any = np.zeros(draws.valid.shape[0], dtype=bool)
+    counts = {}
+    for c in criteria:
+        failed = ~OPERATORS[c.op](outcome_metrics(draws, c.split, c.metric), c.threshold)
+        counts[str(c)] = int(failed.sum())
+        failed_any |= failed
+    return counts, int(failed_any.sum())
+
+
+def _add(total: tuple[dict[str, int], int], more: tuple[dict[str, int], int]) -> tuple[dict[str, int], int]:
+    return {k: v + more[0][k] for k, v in total[0].items()}, total[1] + more[1]
+
+
 def alarm_counts(design: Design, gate: Gate, *, sims: int, seed: int, effect_pp: float = 0.0, n: int | None = None,
                  purpose: str = "aa") -> tuple[dict[str, int], int]:
     """How many of ``sims`` simulated pairs fail each calibrated criterion (by its text) and the whole gate."""
@@ -406,32 +462,115 @@ def alarm_counts(design: Design, gate: Gate, *, sims: int, seed: int, effect_pp:
         raise DataError(ErrorCode.INVALID_VALUE, "at least one simulation", got=sims, field="sims")
     rng = np.random.default_rng(np.random.SeedSequence([seed, _PURPOSE[purpose], n or 0]))
     criteria = [c for c in gate.criteria if c.metric not in UNCALIBRATED]
-    mean_cluster = design.clusters.shape[0] and float((design.clusters >= 0).sum()) / design.clusters.shape[0]
-    k = design.clusters.shape[0] if n is None else max(1, round(n / mean_cluster))
-    q = 0.0
-    if effect_pp > 0:
-        p = design.expected_exact
-        if not p > 0 or effect_pp / 100.0 > p:
-            raise DataError(ErrorCode.INVALID_VALUE, f"an effect no larger than the expected exact rate "
-                            f"({100 * p:.1f}%)", got=f"{effect_pp}pp", field="effect")
-        q = effect_pp / (100.0 * p)
+    k = design.clusters.shape[0] if n is None else _clusters_for(design, n)
+    q = _effect_q(design, effect_pp)
     per_chunk = max(1, _CHUNK_ELEMENTS // (2 * k))
-    counts = {str(c): 0 for c in criteria}
-    gate_fails = 0
+    total: tuple[dict[str, int], int] = ({str(c): 0 for c in criteria}, 0)
     done = 0
     while done < sims:
         m = min(per_chunk, sims - done)
         chosen = None if n is None else rng.integers(0, design.clusters.shape[0], size=(m, k))
-        draws = _draw(design, rng, m, chosen, q)
-        failed_any = np.zeros(m, dtype=bool)
-        for c in criteria:
-            values = outcome_metrics(draws, c.split, c.metric)
-            failed = ~OPERATORS[c.op](values, c.threshold)
-            counts[str(c)] += int(failed.sum())
-            failed_any |= failed
-        gate_fails += int(failed_any.sum())
+        total = _add(total, _failures(_draw(design, rng, m, chosen, q), criteria))
         done += m
-    return counts, gate_fails
+    return total
+
+
+#: The sample sizes the search evaluates: ``50 · 2^(i/8)`` rows (steps of about 9%) up to :data:`MAX_N` — one grid
+#: for every criterion, effect and seed, so the recommendation is a minimum over the same set of points.
+GRID = tuple(sorted({round(50 * 2 ** (i / 8)) for i in range(8 * 8 + 1)}))
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPoint:
+    """Power (against the declared effect) and A/A alarms at one grid size, per criterion (by its text) and for
+    the whole gate (``None``), each out of ``sims`` simulations that share their random numbers."""
+
+    n: int
+    sims: int
+    power: Mapping[str | None, int]
+    aa: Mapping[str | None, int]
+
+
+def search_points(design: Design, gate: Gate, *, sims: int, seed: int, effect_pp: float,
+                  grid: Sequence[int] = GRID) -> tuple[SearchPoint, ...]:
+    """Every point of ``grid`` from **common random numbers**: each simulation draws :data:`MAX_N`'s clusters, both
+    sides' outcomes and one uniform per row once; a size ``n`` reads the first ``n`` rows' worth of clusters (a
+    prefix of i.i.d. cluster draws is a sample of that size), A/A compares the two sides as drawn and the effect
+    loses a candidate's right answer where its uniform is below ``q`` — so the same simulations serve every ``n``,
+    A/A and power, and a larger effect loses a superset of the answers a smaller one loses (same seed)."""
+    if sims < 1:
+        raise DataError(ErrorCode.INVALID_VALUE, "at least one simulation", got=sims, field="search_sims")
+    criteria = [c for c in gate.criteria if c.metric not in UNCALIBRATED]
+    q = _effect_q(design, effect_pp)
+    ks = {n: _clusters_for(design, n) for n in grid}
+    k_max = max(ks.values())
+    rng = np.random.default_rng(np.random.SeedSequence([seed, _PURPOSE["search"]]))
+    per_chunk = max(1, _CHUNK_ELEMENTS // (2 * k_max))
+    empty: tuple[dict[str, int], int] = ({str(c): 0 for c in criteria}, 0)
+    aa, power = dict.fromkeys(grid, empty), dict.fromkeys(grid, empty)
+    done = 0
+    while done < sims:
+        m = min(per_chunk, sims - done)
+        full = _draw(design, rng, m, rng.integers(0, design.clusters.shape[0], size=(m, k_max)), 0.0)
+        uniforms = rng.random(full.valid.shape)
+        for n, k in ks.items():
+            drawn = _prefix(full, k)
+            cand = _lose(drawn.cand, uniforms[:, :2 * k] < q)
+            planted = replace(drawn, cand=cand, pair_cand=_pairs_ok(cand, drawn.valid, drawn.pair_split))
+            aa[n] = _add(aa[n], _failures(drawn, criteria))
+            power[n] = _add(power[n], _failures(planted, criteria))
+        done += m
+    return tuple(SearchPoint(n, sims, {**power[n][0], None: power[n][1]}, {**aa[n][0], None: aa[n][1]})
+                 for n in grid)
+
+
+def _qualifies(point: SearchPoint, name: str | None, bound: str) -> bool:
+    """Power >= :data:`TARGET_POWER` and A/A <= :data:`ALPHA` at ``point``: by the point estimates (``"rate"``), or
+    by the Monte-Carlo interval read in the criterion's favour (``"optimistic"``: upper power bound, lower A/A
+    bound) or against it (``"conservative"``: lower power bound, upper A/A bound)."""
+    hits, alarms = point.power[name], point.aa[name]
+    if bound == "rate":
+        return hits >= TARGET_POWER * point.sims and alarms <= ALPHA * point.sims
+    power, aa = wilson(hits, point.sims).as_tuple(), wilson(alarms, point.sims).as_tuple()
+    if bound == "optimistic":
+        return power[1] >= TARGET_POWER and aa[0] <= ALPHA
+    return power[0] >= TARGET_POWER and aa[1] <= ALPHA
+
+
+BOUNDS = ("rate", "optimistic", "conservative")
+
+
+def recommend_n(points: Sequence[SearchPoint], name: str | None) -> tuple[int | None, int | None, int | None]:
+    """``(n, optimistic n, conservative n)``: the smallest size of ``points`` that qualifies (:func:`_qualifies`) by
+    the point estimates and by either end of their Monte-Carlo intervals (``None``: none does)."""
+    return tuple(next((p.n for p in points if _qualifies(p, name, bound)), None)  # type: ignore[return-value]
+                 for bound in BOUNDS)
+
+
+def _search(design: Design, gate: Gate, *, sims: int, seed: int, effect_pp: float, names: Sequence[str | None]
+            ) -> tuple[dict[str | None, tuple[int | None, int | None, int | None]], tuple[SearchPoint, ...]]:
+    """:func:`recommend_n` on :data:`GRID`, evaluated in two passes of the same simulations: the doubling points
+    (every 8th), then, for each criterion and bound, only the grid points between its first qualifying doubling
+    point and the one before.  Each answer is the smallest qualifying point of the doubling points and its own
+    bracket; as the effect grows the doubling answer cannot rise (nested losses), so neither can the refined one."""
+    coarse = search_points(design, gate, sims=sims, seed=seed, effect_pp=effect_pp, grid=GRID[::8])
+    first = {(name, bound): next((p.n for p in coarse if _qualifies(p, name, bound)), None)
+             for name in names for bound in BOUNDS}
+
+    def bracket(n: int | None) -> list[int]:
+        return [] if n is None or n == GRID[0] else [g for g in GRID if n // 2 < g < n]
+
+    wanted = sorted({g for n in first.values() for g in bracket(n)} - set(GRID[::8]))
+    fine = {p.n: p for p in (search_points(design, gate, sims=sims, seed=seed, effect_pp=effect_pp, grid=wanted)
+                             if wanted else ())}
+    out = {}
+    for name in names:
+        ends = []
+        for bound in BOUNDS:
+            c = first[(name, bound)]
+            ends.append(next((g for g in bracket(c) if _qualifies(fine[g], name, bound)), c))
+        out[name] = tuple(ends)
+    return out, tuple(sorted((*coarse, *fine.values()), key=lambda p: p.n))  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -440,11 +579,23 @@ class CriterionCalibration:
     false_alarm: Rate | None  # None: not a function of re-run outcomes
     power: Rate | None
     recommended_n: int | None  # None: not reached by MAX_N (or no effect declared)
+    #: the smallest qualifying n with the search's Monte-Carlo intervals read for and against the criterion
+    n_range: tuple[int | None, int | None] = (None, None)
 
     def as_dict(self) -> dict[str, Any]:
         return {"criterion": self.criterion,
                 "false_alarm": self.false_alarm.as_dict() if self.false_alarm else None,
-                "power": self.power.as_dict() if self.power else None, "recommended_n": self.recommended_n}
+                "power": self.power.as_dict() if self.power else None, "recommended_n": self.recommended_n,
+                "recommended_n_range": list(self.n_range)}
+
+    def n_text(self, searched: bool) -> str:
+        """``640 [530, 760]`` (the n, then the optimistic and conservative ends), ``> 12800`` or ``not searched``."""
+        if not searched:
+            return "not searched"
+        ends = ", ".join(f"> {MAX_N}" if n is None else str(n) for n in self.n_range)
+        if self.recommended_n is None:
+            return f"> {MAX_N}" if self.n_range[0] is None else f"> {MAX_N} [{ends}]"
+        return f"{self.recommended_n} [{ends}]"
 
 
 @dataclass(frozen=True)
@@ -465,6 +616,7 @@ class Calibration:
     search_sims: int
     power_curve: tuple[tuple[int, float, float], ...]  # (n, whole-gate power, whole-gate A/A) on the search grid
     models: Mapping[str, str]
+    gate_n_range: tuple[int | None, int | None] = (None, None)
 
     def by_criterion(self) -> dict[str, CriterionCalibration]:
         return {c.criterion: c for c in self.criteria}
@@ -472,14 +624,12 @@ class Calibration:
     def table(self) -> list[dict[str, Any]]:
         out = []
         for c in (*self.criteria, CriterionCalibration("whole gate", self.gate_false_alarm, self.gate_power,
-                                                       self.gate_recommended_n)):
+                                                       self.gate_recommended_n, self.gate_n_range)):
             out.append({"criterion": c.criterion,
                         "A/A false alarm": c.false_alarm.text() if c.false_alarm else "not calibrated",
                         f"power ({self.effect_pp:g}pp drop)": c.power.text() if c.power else "–",
-                        f"n for {100 * TARGET_POWER:.0f}% power, A/A <= {100 * ALPHA:.0f}%": (
-                            ("–" if self.effect_pp <= 0 else "not searched" if not self.search_sims
-                             else f"> {MAX_N}") if c.recommended_n is None
-                            else str(c.recommended_n)) if c.false_alarm else "–"})
+                        f"n for {100 * TARGET_POWER:.0f}% power, A/A <= {100 * ALPHA:.0f}% [MC range]": (
+                            "–" if self.effect_pp <= 0 or not c.false_alarm else c.n_text(bool(self.search_sims)))})
         return out
 
     def as_dict(self) -> dict[str, Any]:
@@ -487,47 +637,21 @@ class Calibration:
                 "sims": self.sims, "seed": self.seed, "effect_pp": self.effect_pp,
                 "criteria": [c.as_dict() for c in self.criteria], "gate_false_alarm": self.gate_false_alarm.as_dict(),
                 "gate_power": self.gate_power.as_dict() if self.gate_power else None,
-                "gate_recommended_n": self.gate_recommended_n, "search_sims": self.search_sims,
+                "gate_recommended_n": self.gate_recommended_n, "gate_recommended_n_range": list(self.gate_n_range),
+                "search_sims": self.search_sims, "search_grid": list(GRID),
                 "power_curve": [list(p) for p in self.power_curve], "target_power": TARGET_POWER, "alpha": ALPHA,
                 "max_n": MAX_N, "models": dict(self.models)}
 
 
-def _recommend(design: Design, gate: Gate, *, sims: int, seed: int, effect_pp: float,
-               names: Sequence[str]) -> tuple[dict[str, int | None], int | None, list[tuple[int, float, float]]]:
-    """Smallest ``n`` at which a criterion (and the whole gate) reaches :data:`TARGET_POWER` against the effect
-    while its A/A false-alarm rate stays at most :data:`ALPHA` (doubling from 50, then bisection to about 10%)."""
-    cache: dict[int, tuple[tuple[dict[str, int], int], tuple[dict[str, int], int]]] = {}
-
-    def at(n: int) -> tuple[tuple[dict[str, int], int], tuple[dict[str, int], int]]:
-        if n not in cache:
-            cache[n] = (alarm_counts(design, gate, sims=sims, seed=seed, effect_pp=effect_pp, n=n, purpose="search"),
-                        alarm_counts(design, gate, sims=sims, seed=seed, n=n, purpose="search"))
-        return cache[n]
-
-    def reached(n: int, name: str | None) -> bool:
-        (power, power_gate), (aa, aa_gate) = at(n)
-        hits, alarms = (power_gate, aa_gate) if name is None else (power[name], aa[name])
-        return hits >= TARGET_POWER * sims and alarms <= ALPHA * sims
-
-    grid = [50]
-    while grid[-1] < MAX_N:
-        grid.append(grid[-1] * 2)
-    out: dict[str, int | None] = {}
-    whole: int | None = None
-    for name in [*names, None]:
-        found = next((n for n in grid if reached(n, name)), None)
-        if found is not None and found > grid[0]:
-            low, high = found // 2, found
-            while high - low > max(10, high // 10):
-                mid = (low + high) // 2
-                low, high = (low, mid) if reached(mid, name) else (mid, high)
-            found = high
-        if name is None:
-            whole = found
-        else:
-            out[name] = found
-    curve = [(n, cache[n][0][1] / sims, cache[n][1][1] / sims) for n in sorted(cache)]
-    return out, whole, curve
+def _recommend(design: Design, gate: Gate, *, sims: int, seed: int, effect_pp: float, names: Sequence[str]
+               ) -> tuple[dict[str, tuple[int | None, int | None, int | None]], tuple[int | None, int | None,
+                          int | None], list[tuple[int, float, float]]]:
+    """:func:`_search` for every criterion and the whole gate, and the whole gate's power curve ``(n, power, A/A)``
+    on the points evaluated."""
+    found, points = _search(design, gate, sims=sims, seed=seed, effect_pp=effect_pp, names=[*names, None])
+    curve = [(p.n, p.power[None] / sims, p.aa[None] / sims) for p in points]
+    whole = found.pop(None)
+    return found, whole, curve  # type: ignore[return-value]
 
 
 def calibrate(ledgers: LedgerSet, gate: Gate, *, model: ReRunModel = ReRunModel.STRATUM, sims: int = 2000,
@@ -540,8 +664,8 @@ def calibrate(ledgers: LedgerSet, gate: Gate, *, model: ReRunModel = ReRunModel.
     names = [str(c) for c in gate.criteria if c.metric not in UNCALIBRATED]
     power: dict[str, int] = {}
     power_gate = None
-    recommended: dict[str, int | None] = {}
-    whole_n = None
+    recommended: dict[str, tuple[int | None, int | None, int | None]] = {}
+    whole_n: tuple[int | None, int | None, int | None] = (None, None, None)
     curve: list[tuple[int, float, float]] = []
     search = 0 if not recommend else search_sims if search_sims is not None else min(sims, 500)
     if effect_pp > 0:
@@ -555,12 +679,13 @@ def calibrate(ledgers: LedgerSet, gate: Gate, *, model: ReRunModel = ReRunModel.
         if c.metric in UNCALIBRATED:
             results.append(CriterionCalibration(name, None, None, None))
             continue
+        n, optimistic, conservative = recommended.get(name, (None, None, None))
         results.append(CriterionCalibration(name, Rate(aa[name], sims),
                                             Rate(power[name], sims) if effect_pp > 0 else None,
-                                            recommended.get(name)))
+                                            n, (optimistic, conservative)))
     return Calibration(str(gate), model, design.rows, design.expected_exact, sims, seed, effect_pp, tuple(results),
-                       Rate(aa_gate, sims), Rate(power_gate, sims) if power_gate is not None else None, whole_n,
-                       search, tuple(curve), dict(design.models))
+                       Rate(aa_gate, sims), Rate(power_gate, sims) if power_gate is not None else None, whole_n[0],
+                       search, tuple(curve), dict(design.models), whole_n[1:])
 
 
 def criterion_note(calibration: Calibration, criterion: Criterion) -> str:
@@ -572,10 +697,10 @@ def criterion_note(calibration: Calibration, criterion: Criterion) -> str:
            f"{calibration.sims} sims)"
 
 
-__all__ = ["ALPHA", "MAX_N", "SPLITS", "TARGET_POWER", "UNCALIBRATED", "Calibration", "CriterionCalibration", "Design",
-           "Draws", "Rate", "ReRunModel", "alarm_counts", "build_design", "calibrate", "criterion_note",
-           "merge_repeats", "observed_draws", "outcome_metrics", "parse_effect", "parse_models", "select_tasks",
-           "simulator_profile"]
+__all__ = ["ALPHA", "GRID", "MAX_N", "SPLITS", "TARGET_POWER", "UNCALIBRATED", "Calibration", "CriterionCalibration",
+           "Design", "Draws", "Rate", "ReRunModel", "SearchPoint", "alarm_counts", "build_design", "calibrate",
+           "criterion_note", "merge_repeats", "observed_draws", "outcome_metrics", "parse_effect", "parse_models",
+           "recommend_n", "search_points", "select_tasks", "simulator_profile"]
 
 
 def select_tasks(ledgers: LedgerSet, prefixes: Sequence[str]) -> LedgerSet:
