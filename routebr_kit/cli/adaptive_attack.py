@@ -66,7 +66,8 @@ def adaptive_attack_command(args: argparse.Namespace) -> int:
               "text, so this is a property of the simulator, not evidence about a model")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(args.json, result.as_dict() | {"constrain": args.constrain})  # no wall time: same inputs, same bytes
+        # no wall time in the file: the same seed and the same replies give the same bytes
+        write_json_atomic(args.json, result.as_dict() | {"constrain": args.constrain})
         print(f"wrote {args.json}")
     return 0
 

@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 
 from ..report import write_report
-from ..review.gate import DEFAULT_GATE, Gate
+from ..review.gate import DEFAULT_GATE, RERUN_GATE, Gate
 from .common import command
 
 
@@ -25,7 +25,9 @@ def _args(p: argparse.ArgumentParser) -> None:
                    help="the HTML file (default RUN_DIR/report.html; ./report.html for a published artifact)")
     p.add_argument("--cases", type=Path, default=None, help="gold cases file for run directories that name none")
     p.add_argument("--base-cases", type=Path, default=None, help="gold cases file for --base (default: --cases)")
-    p.add_argument("--gate", default=None, metavar="FILE|SPEC", help=f"gate with --base (default: {DEFAULT_GATE})")
+    p.add_argument("--gate", default=None, metavar="FILE|SPEC",
+                   help=f"gate with --base (default: {DEFAULT_GATE!r} for a shadow output, an offline replay; "
+                        f"{RERUN_GATE!r} otherwise: two runs that each drew their proposals)")
 
 
 @command("report", "one self-contained HTML report (scorecards, figures, trace explorer; with --base the paired "

@@ -24,12 +24,12 @@ from typing import Any
 from .. import __version__
 from ..evaluation.metrics import Count, calls_of, flip_pairs, score
 from ..review.diff import ChangedRow, DiffReport, diff_ledgers, split_table
-from ..review.gate import DEFAULT_GATE, Gate
+from ..review.gate import Gate, default_gate
 from ..review.ledgers import LedgerTask, RowKey
 from ..store.cases import Case, Split
 from ..store.files import parse_json
 from ..store.ledger import PredictionRow
-from .sources import Producer, ReportSource
+from .sources import Producer, ReportSource, SourceKind
 from .stages import CHANGE_STAGE_KEYS, SOURCE_TEXT, STAGES, case_stages, row_reason, row_rule, row_stages
 from .traces import AssetsCache, RowTrace, task_traces
 
@@ -283,7 +283,8 @@ def build_report(source: ReportSource, *, base: ReportSource | None = None, gate
         "trace_sources": sources_used, "source_text": SOURCE_TEXT, "diff": base is not None,
     }
     cards = [card for t in source.tasks.values() for card in scorecard(t)]
-    view = diff_view(diff, gate or Gate.parse(DEFAULT_GATE, source="default gate")) if diff is not None else None
+    replay = source.kind is SourceKind.SHADOW  # a shadow output replays recorded proposals; anything else redrew them
+    view = diff_view(diff, gate or default_gate(replay=replay)) if diff is not None else None
     notebooks = [{"name": n.name, "status": n.status, "seconds": n.seconds, "executed": n.executed,
                   "error": n.error} for n in source.notebooks]
     return ReportData(header(source, written_utc, base), cards, view, explorer, chunks, base_chunks, case_chunk,

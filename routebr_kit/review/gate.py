@@ -210,5 +210,16 @@ class Gate:
         return ", ".join(str(c) for c in self.criteria)
 
 
-__all__ = ["DEFAULT_GATE", "METRICS", "RERUN_GATE", "OPERATORS", "Criterion", "CriterionResult", "Gate", "GateResult",
-           "parse_criterion"]
+def default_gate(*, replay: bool) -> Gate:
+    """The gate to judge a candidate by when none is given: :data:`DEFAULT_GATE` for an offline **replay** of the
+    base's own recorded proposals (a ``shadow`` output: nothing is redrawn, so an unchanged release replays
+    identically and the thresholds are exact — no false alarm), :data:`RERUN_GATE` for anything else (two runs that
+    each drew their proposals: the thresholds of :data:`DEFAULT_GATE` alarm on about half of unchanged re-runs —
+    notebook 10 measures it — while the re-run gate's A/A false-alarm rate is within 5%)."""
+    if replay:
+        return Gate.parse(DEFAULT_GATE, source="default gate (offline replay)")
+    return Gate.parse(RERUN_GATE, source="re-run gate (the candidate drew its own proposals)")
+
+
+__all__ = ["DEFAULT_GATE", "METRICS", "OPERATORS", "RERUN_GATE", "Criterion", "CriterionResult", "Gate", "GateResult",
+           "default_gate", "parse_criterion"]
