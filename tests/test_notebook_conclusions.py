@@ -20,6 +20,7 @@ import pytest
 from notebook_runs import VARIANTS, executed, variant_names
 
 from routebr_kit.notebook.conclusions import _slug
+from routebr_kit.review.calibration import ALPHA
 
 pytest.importorskip("papermill")
 
@@ -376,16 +377,25 @@ def test_metaroute_facts_match_the_tables(variant) -> None:
     for p in ("one_shot", "direct"):
         expected |= {f"{p}_gap_pts": abs(100 * pairs.loc[p, "success_difference"]),
                      f"{p}_gap_ci_pts": 100 * pairs.loc[p, "success_difference_ci95"]}
+    slices = _table(out, "slice_comparisons")  # adaptive minus the rule table per slice, paired by seed
     workloads = _table(out, "workload_success").set_index("Unnamed: 0")
-    expected["best_workload_pts"] = pytest.approx(
-        100 * (workloads.loc["adaptive"] - workloads.loc["static_workload"]).max(), abs=TABLE_DIFFERENCE_PTS)
     levels = _table(out, "difficulty_success").set_index("Unnamed: 0")
-    margin = levels.loc["adaptive"] - levels.loc["static_workload"]
-    for level, value in margin.items():
-        expected |= {f"level_{level}": int(level),
-                     f"level_{level}_pts": pytest.approx(100 * value, abs=TABLE_DIFFERENCE_PTS)}
-    if (margin > 0).any():
-        expected["ahead_levels"] = [int(level) for level, value in margin.items() if value > 0]
+    for row in slices.itertuples():
+        key = f"{'workload' if row.slice == 'workload' else 'level'}_{row.value}"
+        rates = workloads if row.slice == 'workload' else levels
+        # the slice's two success rates are the ones the per-slice tables show
+        assert row.adaptive_success == pytest.approx(rates.loc["adaptive", str(row.value)], abs=5e-5)
+        assert row.static_workload_success == pytest.approx(rates.loc["static_workload", str(row.value)], abs=5e-5)
+        expected |= {f"{key}_pts": row.difference_points, f"{key}_ci_pts": row.ci95_points}
+        if row.slice == "difficulty":
+            expected[key] = int(row.value)
+    significant = slices[(slices["slice"] == "difficulty") & (slices["significant"].astype(str) == "True")]
+    for name, sign in (("ahead_levels", 1), ("behind_levels", -1)):
+        chosen = [int(v) for v, d in zip(significant["value"], significant["difference_points"]) if d * sign > 0]
+        if chosen:
+            expected[name] = chosen
+    expected["slice_seeds"] = int(slices["seeds"].iloc[0])
+    assert set(slices["seeds"]) == {_parameters("08_metaroute_bench", variant)["seeds"]}
     failures = _table(out, "failure_taxonomy")
     share = failures[failures["label"] != "task_failure"].groupby("policy")[["successful", "traces"]].sum()
     rate = share["successful"] / share["traces"]
@@ -576,9 +586,15 @@ def test_release_review_facts_match_the_tables(variant) -> None:
     def rate(text: str) -> float:
         return pytest.approx(float(str(text).split("%")[0]) / 100, abs=0.0005 + 1e-9)  # a 1-decimal percentage
 
-    expected = {f"{r['re-run model']}_{r['gate']}_false_alarm": rate(r["A/A false alarm"]) for _, r in whole.iterrows()}
+    def key(r) -> str:
+        return f"{r['re-run model']}_{r['gate']}".replace("-", "_")
+
+    expected = {f"{key(r)}_false_alarm": rate(r["A/A false alarm"]) for _, r in whole.iterrows()}
     power = next(c for c in calibration.columns if c.startswith("power ("))
-    expected |= {f"{r['re-run model']}_{r['gate']}_power": rate(r[power]) for _, r in whole.iterrows()}
+    expected |= {f"{key(r)}_power": rate(r[power]) for _, r in whole.iterrows()}
+    default = [float(str(v).split("%")[0]) / 100 for v in whole.loc[whole["gate"] == "default", "A/A false alarm"]]
+    expected |= {"default_false_alarm_min": rate(f"{100 * min(default)}%"),
+                 "default_false_alarm_max": rate(f"{100 * max(default)}%"), "alpha": ALPHA}
     confirm = ledgers["task"].str.startswith("confirm/").any()  # the calibration's rows: RouteBR (CONFIRM if any)
     chosen = ledgers[(ledgers["system"] == "routebr") & (~confirm | ledgers["task"].str.startswith("confirm/"))]
     parameters = {**_parameters_defaults("10_release_review"), **_parameters("10_release_review", variant)}
