@@ -72,3 +72,12 @@ def test_tables_replay_and_shadow_edit_on_the_fallback(fallback):
     for text in conclusion.texts.values():
         assert text in conclusion.markdown
     assert conclusion.values["replay_identical"] == [6, 6]
+
+
+def test_a_re_executed_notebook_runs_again_in_the_same_work_folder(tmp_path):
+    proposer = lab.open_proposer(tmp_path, live=False)
+    first = lab.run_grid(proposer, lab.sample_cases(tmp_path, n_cases=4, seed=1), tmp_path, systems=["routebr"], seed=1)
+    again = lab.sample_cases(tmp_path, n_cases=6, seed=2)  # other parameters, the same folder: no resume refusal
+    second = lab.run_grid(proposer, again, tmp_path, systems=["routebr"], seed=1)
+    (rows_first,), (rows_second,) = ([r.rows for r in g.runs.values()] for g in (first, second))
+    assert len(rows_first) == 4 and sorted(r.case_id for r in rows_second) == sorted(c.case_id for c in again.cases)

@@ -15,6 +15,7 @@ scoring, replay or review.
 from __future__ import annotations
 
 import random
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -142,15 +143,19 @@ class Grid:
 
 def run_grid(proposer: Proposer, sample: Sample, work: str | Path, *, systems: Sequence[str], seed: int,
              concurrency: int = 1) -> Grid:
-    """Every (system, constrain) run of the sample (resumed if its folder already holds rows)."""
+    """Every (system, constrain) run of the sample, each in a fresh folder under ``work``: a re-executed notebook
+    runs again rather than resuming, since its server (port), sample or parameters may differ from the last run's —
+    which the runner would rightly refuse to resume."""
     grid = Grid()
     for constrain in proposer.constrains:
         for system in systems:
             folder = Path(work) / "runs" / ("live" if proposer.live else "sim") / f"{system}-{constrain}"
+            if folder.exists():  # this notebook's own earlier run of the same cell
+                shutil.rmtree(folder)
             started = time.monotonic()
             grid.runs[system, constrain] = run_cases(
                 sample.cases, proposer.backend(constrain, sample.cases, sample.assets, seed), system=system,
-                assets=sample.assets, out_dir=folder, concurrency=concurrency, resume=True, progress=False,
+                assets=sample.assets, out_dir=folder, concurrency=concurrency, resume=False, progress=False,
                 cases_path=sample.cases_path)
             grid.seconds[system, constrain] = round(time.monotonic() - started, 1)
     return grid
