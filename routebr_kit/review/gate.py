@@ -217,8 +217,8 @@ def default_gate(*, replay: bool) -> Gate:
     each drew their proposals: the thresholds of :data:`DEFAULT_GATE` alarm on about half of unchanged re-runs —
     notebook 10 measures it — while the re-run gate's A/A false-alarm rate is within 5%)."""
     if replay:
-        return Gate.parse(DEFAULT_GATE, source="default gate (offline replay)")
-    return Gate.parse(RERUN_GATE, source="re-run gate (the candidate drew its own proposals)")
+        return Gate.parse(DEFAULT_GATE, source="default gate")
+    return Gate.parse(RERUN_GATE, source="re-run gate")
 
 
 __all__ = ["DEFAULT_GATE", "METRICS", "OPERATORS", "RERUN_GATE", "Criterion", "CriterionResult", "Gate", "GateResult",

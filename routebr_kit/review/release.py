@@ -25,7 +25,7 @@ from typing import Any
 from ..core.errors import DataError, ErrorCode
 from .assets import AssetEdit, AssetFiles, compare_assets
 from .diff import ChangeClass, DiffReport, diff_ledgers, split_table
-from .gate import DEFAULT_GATE, Gate, GateResult
+from .gate import Gate, GateResult, default_gate
 from .impact import PAPER_SLICES, ImpactReport, artifact_asset_files, impact
 from .ledgers import LedgerSet, load_ledgers, load_many
 from .shadow import ShadowResult, parse_options, shadow_ledgers, shadow_replay
@@ -110,7 +110,7 @@ def _gate(gate: Gate | str | Path | None) -> Gate:
     if isinstance(gate, Gate):
         return gate
     if gate is None:
-        return Gate.parse(DEFAULT_GATE, source="default gate")
+        return default_gate(replay=True)  # a release review replays recorded proposals
     return Gate.from_arg(str(gate))
 
 
