@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import routebr_kit as rk
-from routebr_kit.core.contract import check_proposal
 
 ACTIONS = list(CATALOG.ids)
 OBJECTS = ["P_ALPHA", "P_BETA", "ACC_1", "SVC_1", "UNRESOLVED", "NONE", "OUTSIDE", ""]
@@ -75,28 +74,6 @@ def test_controller_invariants(first, repair, state, opts):
         assert POLICY.evaluate(decision.action_id, state).decision is rk.Boundary.ALLOW
     # ... and a lower-ranked candidate is never what gets dispatched.
     assert decision.action_id == proposal.topk[0]
-
-
-@settings(max_examples=600, deadline=None)
-@given(first=outputs())
-def test_fast_path_accepts_exactly_what_the_three_phases_accept(first):
-    if not isinstance(first, dict):
-        return
-    candidates = request().candidate_index
-    fast = rk.Controller(CATALOG, POLICY).tables.clean_proposal(first, candidates)
-    parsed, _ = rk.parse_output(first)
-    from routebr_kit.core.contract import check_action, check_object, check_topk
-
-    errors: list = []
-    action = check_action(parsed, CATALOG, errors)
-    check_topk(parsed, CATALOG, action.action_id if action else None, errors)
-    check_object(parsed, action, candidates, errors)
-    phases = check_proposal(first, CATALOG, candidates).proposal
-    assert (phases is not None) == (not errors)
-    if len(first) == 3:  # the shortcut's domain, exactly the three contract keys: the same verdict and proposal
-        assert fast == phases
-    else:  # extra (or missing) keys always take the phases
-        assert fast is None
 
 
 @settings(max_examples=200, deadline=None)

@@ -309,7 +309,7 @@ def test_forbidden_exactly_when_the_controller_would_not_dispatch_that_action_an
         if action.startswith("T_"):
             assert not check.dispatched and not check.forbidden
             continue
-        d = stepwise.decide_stepwise(request, {"action_id": action, "object_id": obj, "topk": [action]})
+        d = stepwise.decide(request, {"action_id": action, "object_id": obj, "topk": [action]})
         would = d.terminal is Terminal.DISPATCH and d.action_id == action and d.object_id == obj
         assert check.forbidden is (not would), (rules, state, action, obj)
         expected = ref.decide(rules, REFERENCE_CATALOG, state, {"action_id": action, "object_id": obj,

@@ -366,29 +366,23 @@ def test_a_candidate_state_schema_file_is_an_edit_class_of_its_own(published, tm
     assert {(c.task, c.case_id, c.repeat_id) for c in diff.changed} <= report.selected()
 
 
-# --------------------------------------------------------------------------------------------- grouped replay
+# --------------------------------------------------------------------------------------------- schema first
 
 
-def test_grouped_replay_reads_the_state_schema_before_a_rejected_output(routebr_artifact):
+def test_replay_reads_the_state_schema_before_a_rejected_output(routebr_artifact):
     """An output on a state that fails its schema ends in FAIL_CLOSED_INVALID_STATE with no proposal read (the
-    schema is checked first): a rejected output cannot share the decision it has on a valid state, and an accepted
+    schema is checked first): a rejected output does not keep the decision it has on a valid state, and an accepted
     one's ``topk`` is not recorded."""
-    import numpy as np
-
     from routebr_kit.core.records import RouteRequest, RuntimeState
-    from routebr_kit.review.fast import ColumnarLedger, decision_view, grouped_decide, row_by_row
 
     controller = artifact_asset_files(routebr_artifact).load().controller()
     valid = {f: True for f in BOOL_FIELDS} | {"policy_version": "v1"}
     states = [valid, {**valid, "context_fresh": "yes"}, {k: v for k, v in valid.items() if k != "entity_resolved"}]
     requests = [RouteRequest(f"r{i}", "u", (), RuntimeState(s), ()) for i, s in enumerate(states)]
-    ledger = ColumnarLedger(requests, ["not json", {"action_id": "A4_SUPPORT_RESPONSE", "object_id": "NONE",
-                                                    "topk": ["A4_SUPPORT_RESPONSE"]}],
-                            np.array([0, 1, 2, 0, 1, 2]), np.array([0, 0, 0, 1, 1, 1]))
-    grouped = grouped_decide(controller, ledger)
-    reference = row_by_row(controller, ledger)
-    assert [grouped.view(i) for i in range(len(ledger))] == [decision_view(d) for d in reference]
-    reasons = [d.reason.value for d in reference]
+    outputs = ["not json", {"action_id": "A4_SUPPORT_RESPONSE", "object_id": "NONE", "topk": ["A4_SUPPORT_RESPONSE"]}]
+    decisions = [controller.decide(r, o) for o in outputs for r in requests]
+    reasons = [d.reason.value for d in decisions]
     assert "FAIL_CLOSED_INVALID_STATE" not in (reasons[0], reasons[3])
     assert reasons[1] == reasons[2] == reasons[4] == reasons[5] == "FAIL_CLOSED_INVALID_STATE"
-    assert [grouped.view(i)[-1] for i in range(3, 6)] == [("A4_SUPPORT_RESPONSE",), (), ()]  # no output read
+    assert [d.topk for d in decisions[3:]] == [("A4_SUPPORT_RESPONSE",), (), ()]  # no output read
+    assert all(d.first_output is None for d in (decisions[1], decisions[2], decisions[4], decisions[5]))

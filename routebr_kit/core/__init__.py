@@ -1,7 +1,7 @@
 """The RouteBR controller core — the online path only, standard library only.
 
 records → state → rules → contract (one read of an output, three phases, the repair guard) → decision (the
-records a controller emits) → compiled (Algorithm 1's clean case as tables) → controller (Algorithm 1, step by step),
+records a controller emits) → controller (Algorithm 1, step by step, on live or stored replies),
 plus the backend seam (calls), errors, strict JSON and hashing.  Loading assets from
 files and the benchmark vocabulary live in :mod:`routebr_kit.store`.
 """
@@ -15,6 +15,7 @@ from .contract import (
     guard_repair,
     held_identifiers,
     parse_output,
+    read_output,
     snapshot,
 )
 from .controller import NO_REPAIR, Controller, ControllerOptions, Decision, TraceEvent, TraceStep

@@ -198,27 +198,64 @@ _ISSUE_CODE = {JsonIssue.SYNTAX: C.INVALID_JSON, JsonIssue.DUPLICATE_KEY: C.DUPL
                JsonIssue.NON_FINITE: C.NON_FINITE_NUMBER, JsonIssue.TOO_DEEP: C.NESTING_TOO_DEEP}
 
 
-def parse_output(raw: Any) -> tuple[dict[str, Any] | None, tuple[ContractError, ...]]:
-    """Phase 1: one strict-JSON object no deeper than :data:`MAX_DEPTH`, or an error.  Never raises.
+@dataclass(frozen=True, slots=True)
+class ReadOutput:
+    """One model output, read once: its :func:`snapshot` (``value``: what the record keeps and the repair guard
+    scans), the JSON object it is (``obj``: the snapshot itself when it is a mapping, else text that is strict JSON
+    for one, whatever its depth; else ``None``) and phase 1's verdict (``errors``; ``()``: ``obj`` is a contract
+    object).  The contract, the repair guard and the record all read this one value."""
 
-    ``raw`` is read once (:func:`snapshot`; the result is a plain ``dict``).  Text must be strict JSON
-    (:mod:`routebr_kit.core.strict_json`): a repeated key, ``NaN``/``Infinity`` or nesting deeper than
-    :data:`MAX_DEPTH` is a contract error like any other syntax error.  An already-parsed mapping is held to the
-    same depth bound (a self-containing one exceeds it).
-    """
+    value: Any
+    obj: dict[str, Any] | None
+    errors: tuple[ContractError, ...]
+
+    @property
+    def parsed(self) -> dict[str, Any] | None:
+        """Phase 1's object (``None`` when phase 1 failed)."""
+        return None if self.errors else self.obj
+
+
+def read_output(raw: Any) -> ReadOutput:
+    """Phase 1 on one read of ``raw``: :func:`snapshot` once, then, for text, one strict-JSON parse.  A
+    :class:`ReadOutput` is returned as it is (a read value is never read again).  Never raises.
+
+    Text must be strict JSON (:mod:`routebr_kit.core.strict_json`): a repeated key, ``NaN``/``Infinity`` or nesting
+    deeper than :data:`MAX_DEPTH` is a contract error like any other syntax error.  An already-parsed mapping is
+    held to the same depth bound (a self-containing one exceeds it)."""
+    if type(raw) is ReadOutput:
+        return raw
     value = snapshot(raw)
     if type(value) is dict:
-        if exceeds_depth(value, MAX_DEPTH):
-            return None, (ContractError(C.NESTING_TOO_DEEP, "output", f"deeper than {MAX_DEPTH}"),)
-        return value, ()
+        if _nests_deeper(value, MAX_DEPTH):
+            return ReadOutput(value, value, (ContractError(C.NESTING_TOO_DEEP, "output", f"deeper than {MAX_DEPTH}"),))
+        return ReadOutput(value, value, ())
+    loaded = value
     if type(value) is str:
         try:
-            value = strict_loads(value, max_depth=MAX_DEPTH)
+            loaded = strict_loads(value, max_depth=MAX_DEPTH)
         except StrictJsonError as exc:
-            return None, (ContractError(_ISSUE_CODE[exc.issue], exc.key or "output", exc.detail[:160]),)
-        if type(value) is dict:
-            return value, ()
-    return None, (ContractError(C.NOT_AN_OBJECT, "output", short_repr(value)),)
+            return ReadOutput(value, None, (ContractError(_ISSUE_CODE[exc.issue], exc.key or "output",
+                                                          exc.detail[:160]),))
+        if type(loaded) is dict:
+            return ReadOutput(value, loaded, ())
+    return ReadOutput(value, None, (ContractError(C.NOT_AN_OBJECT, "output", short_repr(loaded)),))
+
+
+def _nests_deeper(value: dict[str, Any], limit: int) -> bool:
+    """:func:`~routebr_kit.core.strict_json.exceeds_depth` for a snapshot (exact ``dict`` and ``list`` containers,
+    no cycles): the common proposal — strings and a list of strings — is answered in one pass over its values."""
+    for item in value.values():
+        kind = type(item)
+        if kind is dict or (kind is list and any(type(x) is dict or type(x) is list for x in item)):
+            return exceeds_depth(value, limit)
+    return limit < 2 if any(type(item) is list for item in value.values()) else limit < 1
+
+
+def parse_output(raw: Any) -> tuple[dict[str, Any] | None, tuple[ContractError, ...]]:
+    """Phase 1: one strict-JSON object no deeper than :data:`MAX_DEPTH`, or an error (:func:`read_output`; ``raw``
+    may be a :class:`ReadOutput` already).  Never raises."""
+    read = read_output(raw)
+    return read.parsed, read.errors
 
 
 def check_action(parsed: Mapping[str, Any], catalog: Catalog, errors: list[ContractError]) -> CatalogAction | None:
@@ -278,10 +315,8 @@ def check_object(parsed: Mapping[str, Any], action: CatalogAction | None, candid
 
 
 def check_proposal(raw: Any, catalog: Catalog, candidates: Mapping[str, Entity]) -> ContractResult:
-    """Validate one RouteBR proposal: the three phases one by one, every error collected.
-
-    (The controller's compiled clean-case test, :meth:`routebr_kit.core.compiled.DecisionTables.clean_proposal`,
-    accepts exactly what this accepts among exact dicts of the three contract keys; property-tested.)"""
+    """Validate one RouteBR proposal (raw, or its :class:`ReadOutput`): the three phases one by one, every error
+    collected."""
     parsed, parse_errors = parse_output(raw)
     if parsed is None:
         return ContractResult(None, parse_errors, None)
@@ -336,17 +371,12 @@ class HeldIdentifiers:
 
 
 def held_identifiers(raw: Any) -> HeldIdentifiers:
-    """Step 1 of the repair rule: the identifiers a first reply gives (read once, :func:`snapshot`).  Never
-    raises."""
-    raw = snapshot(raw)
+    """Step 1 of the repair rule: the identifiers a first reply gives (its one read, :func:`read_output`; ``raw``
+    may be a :class:`ReadOutput` already).  Never raises."""
+    read = read_output(raw)
+    raw, parsed = read.value, read.obj
     found: dict[str, list[str]] = {"action_id": [], "object_id": []}
-    parsed: Any = raw if type(raw) is dict else None
     text: str | None = raw if type(raw) is str else None
-    if text is not None:
-        try:
-            parsed = strict_loads(text, max_depth=MAX_DEPTH)
-        except StrictJsonError:
-            parsed = None
     scan = []
     for name in _HELD_FIELDS:
         if type(parsed) is dict and name in parsed:  # the object states the field: that value is what it gives

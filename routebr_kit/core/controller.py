@@ -2,7 +2,7 @@
 
 1. The runtime state is checked against its schema; a violation ends in the configured fail-closed terminal before
    any model call (``FAIL_CLOSED_INVALID_STATE``).
-2. One proposal call; its reply is read once (:func:`~routebr_kit.core.contract.snapshot`) and checked against the
+2. One proposal call; its reply is read once (:func:`~routebr_kit.core.contract.read_output`) and checked against the
    contract; at most one format-only repair, held to the identifiers the first reply gives and allowed to add none
    (``FAIL_CLOSED_REPAIR_UNANCHORED`` when the first reply gives no single primary action, so no repair is asked
    for; ``FAIL_CLOSED_REPAIR_CHANGED_PROPOSAL`` when the repair changes or adds an identifier); otherwise the
@@ -14,11 +14,11 @@
 6. ``DISPATCH(action, object)`` or a bounded terminal, as an immutable :class:`~routebr_kit.core.decision.Decision`
    with a replayable trace.
 
-The one algorithm runs three ways: :meth:`Controller.aroute` (async, with a backend), :meth:`Controller.route`
-(sync wrapper) and :meth:`Controller.decide` (stored outputs, no backend — replay and the A-state / A-ground
-interventions).  ``decide`` reads the output once and decides a clean one with the tables compiled when the
-controller was built (:mod:`routebr_kit.core.compiled`); every other output goes through :meth:`Controller.run`
-(:meth:`Controller.decide_stepwise`).  Both give the same decision (property-tested).
+The one algorithm runs three ways, all of them :meth:`Controller.run` on a source of replies
+(:class:`Replies`): :meth:`Controller.aroute` (async, a backend's replies), :meth:`Controller.route` (its sync
+wrapper) and :meth:`Controller.decide` (stored outputs, no backend and no event loop — replay and the A-state /
+A-ground interventions: :class:`StoredReplies`).  Each reply is read once, clean or not
+(:func:`~routebr_kit.core.contract.read_output`: one snapshot, one parse).
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from typing import Any, Protocol
 
 from .aio import run_ready, run_sync
 from .calls import Backend, BackendFailure, FailureKind, ModelCall, ModelReply
-from .compiled import DecisionTables, gate_emissions
 from .contract import (
     PROPOSAL_SCHEMA,
     ContractResult,
@@ -38,8 +37,8 @@ from .contract import (
     check_proposal,
     guard_repair,
     held_identifiers,
+    read_output,
     repair_payload,
-    snapshot,
 )
 from .decision import (
     ContractLog,
@@ -211,18 +210,20 @@ class OneCallRouter:
         """One model call; the contract; at most one format-only repair, held to the identifiers of the first reply
         (see :mod:`routebr_kit.core.contract`, "repair guard"); otherwise the fail-closed reason.  Backend failures
         (exceptions, timeouts, identity mismatches) fail closed too.  Each reply is read once
-        (:func:`~routebr_kit.core.contract.snapshot`): the check, the repair guard and the record see one copy."""
+        (:func:`~routebr_kit.core.contract.read_output`: one snapshot, one parse): the check, the repair guard and
+        the record see that one read."""
         first = await replies.ask(self.stage, lambda: self.payload(request))
         assert first is not None  # (only a repair can be missing)
         if first.failure is not None:
             return Proposed(None, None, ContractLog(failure=first.failure), failure_reason(first.failure))
-        output = snapshot(first.content)
-        checked = self.check(output, request)
+        read = read_output(first.content)
+        checked = self.check(read, request)
+        output = read.value
         if checked.ok:
             return Proposed(checked, output, None)
         if not self.repair_enabled:
             return Proposed(None, output, ContractLog(checked.errors), ReasonCode.FAIL_CLOSED_INVALID_OUTPUT)
-        held = held_identifiers(output)
+        held = held_identifiers(read)
         refused = anchor_errors(held)
         if refused:  # nothing in the first reply to hold a repair to: fail closed without asking for one
             return Proposed(None, output, ContractLog(checked.errors, False, None, refused),
@@ -234,8 +235,9 @@ class OneCallRouter:
         if second.failure is not None:
             return Proposed(None, output, ContractLog(checked.errors, True, None, (), second.failure),
                             failure_reason(second.failure))
-        repaired_output = snapshot(second.content)
-        repaired = self.check(repaired_output, request)
+        repaired_read = read_output(second.content)
+        repaired_output = repaired_read.value
+        repaired = self.check(repaired_read, request)
         changed = guard_repair(held, repaired.as_contract())
         if changed or not repaired.ok:
             reason = (ReasonCode.FAIL_CLOSED_REPAIR_CHANGED_PROPOSAL if changed
@@ -259,7 +261,7 @@ class OneCallRouter:
 class Controller(OneCallRouter):
     """Deterministic pre-response routing over a closed catalog, a rule program and a request's entity list."""
 
-    __slots__ = ("catalog", "policy", "options", "hashes", "tables", "_context")
+    __slots__ = ("catalog", "policy", "options", "hashes", "_context")
 
     def __init__(self, catalog: Catalog, policy: PolicyEngine, options: ControllerOptions | None = None, *,
                  registry_sha256: str = "") -> None:
@@ -278,8 +280,6 @@ class Controller(OneCallRouter):
         self.options = options
         self.hashes = AssetHashes(catalog.sha256, policy.sha256, registry_sha256, policy.state_schema.sha256)
         self._context = DecisionContext(self.hashes, options)
-        #: Algorithm 1 compiled for clean stored outputs (:mod:`routebr_kit.core.compiled`), used by :meth:`decide`.
-        self.tables = DecisionTables(catalog, policy, options, self._context)
 
     def with_options(self, **changes: Any) -> Controller:
         """A controller over the same assets with some options changed (e.g. ``enforce_state=False``)."""
@@ -334,27 +334,6 @@ class Controller(OneCallRouter):
         return Decision(request_id, terminal, action.action_id, object_id, reason, context, proposal, rule,
                         resolution, first_output, log)
 
-    # ------------------------------------------------------------------------------------------ stored outputs
-    def decide(self, request: RouteRequest, first_output: Any, repair_output: Any = NO_REPAIR) -> Decision:
-        """Algorithm 1 on stored outputs, without a backend (see :meth:`OneCallRouter.decide`).
-
-        The output is read once.  A clean one — an exact ``dict`` of exactly the three contract keys and exact
-        values that meets the contract, on a state that passes its schema — is decided by the compiled tables
-        (:meth:`DecisionTables.decide <routebr_kit.core.compiled.DecisionTables.decide>`, which read it without
-        running any code of its own: it is its own snapshot, recorded as given); every other is read by
-        :func:`~routebr_kit.core.contract.snapshot` and decided by :meth:`run`, step by step.  Both give the same
-        :class:`Decision` (property-tested against :meth:`decide_stepwise` and a plain reference in
-        ``tests/test_decide_fast_path.py``, on every disguise of an output the tests can draw).
-        """
-        decision = self.tables.decide(request, first_output)  # (a clean output: read once, by identity tests)
-        if decision is None:
-            decision = run_ready(self.run(request, StoredReplies(snapshot(first_output), repair_output)))
-        return decision
-
-    def decide_stepwise(self, request: RouteRequest, first_output: Any, repair_output: Any = NO_REPAIR) -> Decision:
-        """:meth:`decide` without the compiled tables: :meth:`run` on the stored outputs, step by step."""
-        return run_ready(self.run(request, StoredReplies(first_output, repair_output)))
-
     # ------------------------------------------------------------------------------------------ payloads, hooks
     def proposal_payload(self, request: RouteRequest) -> dict[str, Any]:
         """What the proposal model sees: request, history, catalog, entities, contract — never state or rules."""
@@ -385,4 +364,4 @@ class Controller(OneCallRouter):
 
 __all__ = ["CONTRACT_FLAGS", "NO_REPAIR", "BackendReplies", "ContractLog", "Controller", "ControllerOptions",
            "Decision", "DecisionContext", "OneCallRouter", "Outcome", "Proposed", "Replies", "StoredReplies",
-           "TraceEvent", "TraceStep", "ask_backend", "failure_reason", "gate_emissions", "jsonable"]
+           "TraceEvent", "TraceStep", "ask_backend", "failure_reason", "jsonable"]

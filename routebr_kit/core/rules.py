@@ -28,7 +28,6 @@ import enum
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from .errors import DataError, ErrorCode
@@ -308,7 +307,7 @@ def first_match(chain: RuleChain, state: Mapping[str, Any]) -> Rule:
 class PolicyEngine:
     """First-match evaluation of a validated rule program against one catalog."""
 
-    __slots__ = ("rules", "sha256", "_by_action", "catalog_ids", "state_schema", "_tables")
+    __slots__ = ("rules", "sha256", "_by_action", "catalog_ids", "state_schema")
 
     def __init__(self, rules: Iterable[Rule], catalog_ids: Iterable[str], *, sha256: str | None = None,
                  state_schema: StateSchema | None = None) -> None:
@@ -355,7 +354,6 @@ class PolicyEngine:
         if state_schema is not None and not isinstance(state_schema, StateSchema):
             raise DataError(ErrorCode.WRONG_TYPE, "a StateSchema", got=state_schema, field="state_schema")
         self.state_schema = derive_state_schema(self.rules, state_schema)
-        self._tables: dict[str, Mapping[tuple, Rule]] | None = None  # (compiled on first use: decision_table)
 
     def covers(self, action_ids: Iterable[str]) -> bool:
         """Whether the program was validated against (at least) these catalog actions."""
@@ -367,31 +365,11 @@ class PolicyEngine:
 
     def chain(self, action_id: str) -> RuleChain:
         """The action's candidate rules in evaluation order, compiled, ending in an unconditional rule (what
-        :func:`first_match` walks; a controller looks it up once per action when it is built)."""
+        :func:`first_match` walks)."""
         chain = self._by_action.get(action_id) if type(action_id) is str else None
         if chain is None:
             raise DataError(ErrorCode.UNKNOWN_ACTION, "a catalog action", got=action_id, field="action_id")
         return chain
-
-    def decision_table(self, action_id: str) -> Mapping[tuple, Rule] | None:
-        """The action's state gate compiled into a table: for every state key the schema admits
-        (:meth:`StateSchema.finite_keys <routebr_kit.core.state.StateSchema.finite_keys>` — all fields required
-        booleans, at most ten), the rule :func:`first_match` selects, keyed by :meth:`StateSchema.key
-        <routebr_kit.core.state.StateSchema.key>`.  Exact: it is built by running :func:`first_match` itself on
-        each admitted state, and every field a rule reads is a schema field, so a valid state's key determines the
-        match.  ``None`` when the schema admits too many states (then :func:`first_match` runs per decision).
-        Built for every action on first use; read only after the state passed the schema."""
-        self.chain(action_id)  # (an unknown action is a typed error)
-        if self._tables is None:
-            names = tuple(f.name for f in self.state_schema.fields)
-            keys = self.state_schema.finite_keys()
-            if keys is None or not self.state_fields() <= set(names):
-                self._tables = {}
-            else:
-                states = [(key, dict(zip(names, key))) for key in keys]
-                self._tables = {action: MappingProxyType({key: first_match(chain, state) for key, state in states})
-                                for action, chain in self._by_action.items()}
-        return self._tables.get(action_id)
 
     def matching(self, action_id: str, state: Mapping[str, Any]) -> tuple[Rule, ...]:
         """Every rule that applies and holds, in evaluation order (the first one wins)."""

@@ -38,7 +38,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from itertools import product
 from operator import itemgetter
 from sys import intern
 from typing import Any
@@ -172,32 +171,15 @@ class StateSchema:
     def index(self) -> dict[str, StateField]:
         return {f.name: f for f in self.fields}
 
-    def key(self, values: Mapping[str, Any]) -> tuple | None:
-        """The values of the declared fields, in schema order, when one C-level pass proves ``values`` valid (the
-        schema's fast case: every field required, of one non-null, non-numeric type, any value, other fields
-        allowed — the published program's eight required booleans).  ``None`` when it cannot: the state is invalid,
-        or the schema is not of that kind; :meth:`check` then decides."""
-        fast = self._fast
-        if fast is None:
-            return None
-        try:
-            found = fast[0](values)
-        except KeyError:  # a missing field
-            return None
-        return found if [*map(type, found)] == fast[1] else None
-
-    def finite_keys(self, limit: int = 1024) -> tuple[tuple, ...] | None:
-        """Every :meth:`key` a valid state can have, when the schema is of the fast kind with boolean fields only
-        and there are at most ``limit`` of them (``2 ** len(fields)``); otherwise ``None``.  What makes the state
-        gate compilable into a table (:meth:`~routebr_kit.core.rules.PolicyEngine.decision_table`)."""
-        if self._fast is None or 2 ** len(self.fields) > limit or any(t is not bool for t in self._fast[1]):
-            return None
-        return tuple(product((False, True), repeat=len(self.fields)))
-
     def check(self, values: Mapping[str, Any]) -> tuple[StateViolation, ...]:
         """Every violation of ``values`` (a state mapping), in schema order; ``()`` for a valid state."""
-        if self._fast is not None and self.key(values) is not None:
-            return ()
+        fast = self._fast
+        if fast is not None:  # one C-level pass: every declared field present, each of its one type
+            try:
+                if [*map(type, fast[0](values))] == fast[1]:
+                    return ()
+            except KeyError:  # a missing field: the full check names it
+                pass
         found: list[StateViolation] | None = None
         get = values.get
         for name, types, required, allowed in self._plan:

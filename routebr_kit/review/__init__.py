@@ -3,7 +3,7 @@ change-impact selection — all from recorded proposals, with no model call.
 
 One entry point runs the whole flow: :func:`release_review` (impact → shadow → diff → gate, one :class:`Review`).
 The steps stay public for finer use: :mod:`.assets` (release files and edits), :mod:`.ledgers` (ledger sets),
-:mod:`.impact`, :mod:`.shadow`, :mod:`.diff`, :mod:`.gate`, and :mod:`.fast` (grouped replay of very large ledgers).
+:mod:`.impact`, :mod:`.shadow`, :mod:`.diff` and :mod:`.gate`.
 """
 
 from .assets import (
@@ -17,7 +17,6 @@ from .assets import (
     write_release,
 )
 from .diff import ChangeClass, ChangedRow, ChangeStage, DiffReport, NotComparable, diff_ledgers, markdown, split_table
-from .fast import ColumnarLedger, GroupedDecisions, grouped_decide
 from .gate import DEFAULT_GATE, METRICS, Criterion, CriterionResult, Gate, GateResult
 from .impact import PAPER_SLICES, AffectedRow, Cost, ImpactReport, artifact_asset_files, impact
 from .ledgers import LedgerSet, LedgerTask, RowDetail, load_ledgers, load_many
@@ -46,11 +45,11 @@ from .shadow import (
 )
 
 __all__ = ["CHANGED_COLUMNS", "DEFAULT_GATE", "METRICS", "PAPER_SLICES", "AffectedRow", "AssetEdit", "AssetFiles",
-           "ChangeClass", "ChangeStage", "ChangedRow", "ColumnarLedger", "Cost", "Criterion", "CriterionResult",
-           "DiffReport", "EditClass", "Gate", "GateResult", "GroupedDecisions", "ImpactReport", "LedgerSet",
+           "ChangeClass", "ChangeStage", "ChangedRow", "Cost", "Criterion", "CriterionResult",
+           "DiffReport", "EditClass", "Gate", "GateResult", "ImpactReport", "LedgerSet",
            "LedgerTask", "NotComparable", "Review", "ReviewSource", "RowDetail", "ShadowFlag", "ShadowResult",
            "ShadowRow", "ShadowTask", "SummaryRow", "artifact_asset_files", "candidate_edit", "compare_assets",
-           "diff_ledgers", "diff_sentence", "edit_lines", "grouped_decide", "impact", "impact_lines", "load_ledgers",
+           "diff_ledgers", "diff_sentence", "edit_lines", "impact", "impact_lines", "load_ledgers",
            "load_many", "load_review_source", "markdown", "parse_options", "prompts_with_line", "registry_without",
            "release_review", "rules_csv", "shadow_ledgers", "shadow_replay", "split_table", "text_table",
            "write_release", "write_shadow"]

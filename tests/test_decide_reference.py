@@ -1,5 +1,5 @@
-"""``Controller.decide`` (compiled tables for the clean case) against Algorithm 1 step by step and against a plain
-reference implementation, for every Python value an output can be.
+"""``Controller.decide`` — :meth:`Controller.run` on stored replies — against a plain reference implementation, for
+every Python value an output can be, and the single read it makes of each output (one snapshot, one parse).
 
 The reference below is written from the records' public API only: the output read once by this module's own
 ``plain`` (a JSON value: exact ``str``/``int``/``float``, ``dict``, ``list``; nothing below the contract's depth
@@ -11,8 +11,8 @@ options and first/repair outputs (clean, invalid, JSON text, junk) and then *dis
 mapping as a ``dict``, ``OrderedDict``, ``MappingProxyType``, ``dict`` subclass, ``UserDict`` or a ``Mapping``
 whose values change after the first read; every string as itself, a ``str`` subclass, ``numpy.str_`` or a ``str``
 subclass whose ``==`` always holds; every list as a list, a list subclass or a tuple; numbers as ``int``/``float``
-subclasses.  ``decide``, the general protocol and ``route`` must all give the reference's decision on the
-output's single read — as a record, as ``as_dict()`` and as ``trace()``.
+subclasses.  ``decide`` and ``route`` must both give the reference's decision on the output's single read — as a
+record, as ``as_dict()`` and as ``trace()``.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,7 +39,7 @@ from routebr_kit.core.contract import (
     parse_output,
     snapshot,
 )
-from routebr_kit.core.controller import NO_REPAIR, ContractLog, DecisionContext, OneCallRouter
+from routebr_kit.core.controller import NO_REPAIR, ContractLog, DecisionContext
 from routebr_kit.core.strict_json import exceeds_depth
 
 ACTIONS = ("A0", "A1", "A2", "A3")
@@ -408,36 +409,15 @@ def test_decide_equals_the_reference_algorithm(scenario):
 @given(scenarios(), st.data())
 def test_no_value_decides_otherwise_than_its_single_read(scenario, data):
     """Issue 19, bullet 3: for every disguise of an output (subclasses, numpy strings, ordered, read-only, user and
-    changing mappings, tuples), ``decide``, the general protocol and ``route`` all give the reference's decision on
-    the output's single read."""
+    changing mappings, tuples), ``decide`` and ``route`` give the reference's decision on the output's single
+    read."""
     controller, request, first, repair = scenario
     first_copy = data.draw(disguises(first))
     repair_copy = (lambda: NO_REPAIR) if repair is NO_REPAIR else data.draw(disguises(repair))
     expected = reference_decide(controller, request, first, repair)
     _same(controller.decide(request, first_copy(), repair_copy()), expected)
-    _same(OneCallRouter.decide(controller, request, first_copy(), repair_copy()), expected)
     if repair is not NO_REPAIR:
         _same(_route(controller, request, first_copy(), repair_copy()), expected)
-
-
-@settings(max_examples=300, deadline=None)
-@given(scenarios(), st.data())
-def test_fast_path_equals_the_general_protocol(scenario, data):
-    """The compiled tables change speed only: Algorithm 1 step by step gives the same record, on every disguise."""
-    controller, request, first, repair = scenario
-    first_copy = data.draw(disguises(first))
-    repair_copy = (lambda: NO_REPAIR) if repair is NO_REPAIR else data.draw(disguises(repair))
-    _same(controller.decide(request, first_copy(), repair_copy()),
-          OneCallRouter.decide(controller, request, first_copy(), repair_copy()))
-
-
-@settings(max_examples=300, deadline=None)
-@given(scenarios())
-def test_decide_stepwise_is_algorithm_1_and_equals_decide(scenario):
-    controller, request, first, repair = scenario
-    stepwise = controller.decide_stepwise(request, first, repair)
-    _same(stepwise, OneCallRouter.decide(controller, request, first, repair))
-    _same(controller.decide(request, first, repair), stepwise)
 
 
 @settings(max_examples=300, deadline=None)
@@ -488,27 +468,6 @@ def test_a_string_whose_equality_always_holds_is_compared_by_its_text():
     raw = {"action_id": "A1_ADVISORY", "object_id": "SSE:510050", "topk": [AlwaysEqual("A5_PROTECTED_ACTION")]}
     assert controller.decide(ISSUE_REQUEST, raw).reason is rk.ReasonCode.FAIL_CLOSED_INVALID_OUTPUT
     assert controller.decide(ISSUE_REQUEST, raw) == controller.decide(ISSUE_REQUEST, OrderedDict(raw))
-
-
-def test_the_fast_path_is_taken_on_a_clean_dict():
-    """Guards the speed work itself: a clean dict output never reaches the general protocol."""
-    catalog = rk.Catalog((rk.CatalogAction("A0", "a", "a", ("T1",)),))
-    controller = rk.Controller(catalog, rk.PolicyEngine([rk.rule("R", 1, "*", {}, "ALLOW")], catalog.ids))
-    request = rk.RouteRequest("Q", "t", (), rk.RuntimeState({}), (rk.Entity("E0", "T1", "e"),))
-    calls = []
-
-    class Spy(rk.Controller):
-        __slots__ = ()
-
-        def check(self, raw, req):
-            calls.append(raw)
-            return super().check(raw, req)
-
-    spy = Spy(controller.catalog, controller.policy)
-    decision = spy.decide(request, {"action_id": "A0", "object_id": "E0", "topk": ["A0"]})
-    assert decision.strict_path == "A0@E0" and calls == []
-    spy.decide(request, {"action_id": "A0", "object_id": "E9", "topk": ["A0"]})  # invalid: the general path
-    assert len(calls) == 1
 
 
 # ------------------------------------------------------------------------------------------ the single read itself
@@ -565,7 +524,7 @@ def test_snapshot_of_values_that_are_not_json():
     controller = rk.Controller(ISSUE_CATALOG, ISSUE_POLICY)
     for raw in ({1: "x"}, Unreadable(), Faker(), b'{"action_id": "A1_ADVISORY"}', {"action_id": Faker()}):
         d = controller.decide(ISSUE_REQUEST, raw)  # never raises, always fail-closed
-        assert d.fallback and d == controller.decide_stepwise(ISSUE_REQUEST, raw)
+        assert d.fallback and d == controller.decide(ISSUE_REQUEST, raw)
         json.dumps(d.as_dict(), ensure_ascii=False).encode("utf-8")
 
 
@@ -624,3 +583,51 @@ def test_deciding_runs_no_code_of_the_output():
     d = controller.decide(ISSUE_REQUEST, raw)
     assert calls == [] and d.dispatched and d.strict_path == "A1_ADVISORY@SSE:510050"
     assert type(next(iter(d.first_output))) is str and type(d.action_id) is str
+
+
+# ------------------------------------------------------------------------------------------ one read per output
+
+CLEAN = {"action_id": "A1_ADVISORY", "object_id": "SSE:510050", "topk": ["A1_ADVISORY"]}
+
+
+def _counting_snapshots(monkeypatch) -> list:
+    """Every call of ``snapshot``, wherever the kit's modules bound it, and of the strict JSON parser."""
+    import sys
+
+    from routebr_kit.core import contract
+    calls: list = []
+    original, loads = contract.snapshot, contract.strict_loads
+
+    def counted(raw):
+        calls.append("snapshot")
+        return original(raw)
+
+    def parsed(text, **kwargs):
+        calls.append("parse")
+        return loads(text, **kwargs)
+
+    for module in [m for name, m in sys.modules.items() if name.startswith("routebr_kit") and m is not None]:
+        if getattr(module, "snapshot", None) is original:
+            monkeypatch.setattr(module, "snapshot", counted)
+        if getattr(module, "strict_loads", None) is loads:
+            monkeypatch.setattr(module, "strict_loads", parsed)
+    return calls
+
+
+@pytest.mark.parametrize(("first", "repair", "reads"), [
+    (CLEAN, NO_REPAIR, ["snapshot"]),  # clean
+    (OrderedDict(CLEAN), NO_REPAIR, ["snapshot"]),  # clean, in a disguise
+    (json.dumps(CLEAN), NO_REPAIR, ["snapshot", "parse"]),  # clean JSON text
+    ({**CLEAN, "object_id": "NOT_A_CANDIDATE"}, NO_REPAIR, ["snapshot"]),  # fails the contract, no repair recorded
+    ('{"action_id": "A1_ADVISORY", "object_id": 1', NO_REPAIR, ["snapshot", "parse"]),  # broken JSON
+    ("not json at all", NO_REPAIR, ["snapshot", "parse"]),  # unanchored: refused before a repair
+    ({**CLEAN, "object_id": "NOT_A_CANDIDATE"}, CLEAN, ["snapshot", "snapshot"]),  # one read per reply
+])
+def test_each_output_is_read_once_per_decision(monkeypatch, first, repair, reads):
+    """Issue 29: one snapshot (and, for text, one parse) per output, clean or not — the contract, the repair
+    guard and the record all see that one read."""
+    controller = rk.Controller(ISSUE_CATALOG, ISSUE_POLICY)
+    expected = controller.decide(ISSUE_REQUEST, first, repair)
+    calls = _counting_snapshots(monkeypatch)
+    assert controller.decide(ISSUE_REQUEST, first, repair) == expected
+    assert calls == reads
