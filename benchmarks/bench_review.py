@@ -1,13 +1,12 @@
-"""Release-review speed: shadow + diff over the 1,960 published executions, and grouped replay on 1,000,000 rows.
+"""Release-review speed: shadow + diff over the 1,960 published executions, and ``decide`` on 1,000,000 rows.
 
 1. **Fresh-process wall time** of a shadow replay (a tightening rule edit) and of the paired diff with a gate over
    every published result folder, each in its own new Python process (``subprocess``; imports included), measured
    two ways: the same work through the review library alone, and through the ``routebr-kit`` console entry point
    (argument parsing, then only the invoked subcommand's module).  Median of ``--repeat`` runs.
-2. **Grouped versus row-by-row replay** on a synthetic columnar ledger of 1,000,000 recorded decisions (generated
-   here from a seed: 256 runtime states × 24 candidate lists, and first outputs valid and invalid), both measured in
-   this run on the same rows; the results are asserted identical on every ledger field, row by row.  Prints both
-   rates and their ratio.
+2. **Row-by-row** ``Controller.decide`` (Algorithm 1 on stored replies, the one path) on a synthetic ledger of
+   1,000,000 recorded decisions (generated here from a seed: 256 runtime states × 24 candidate lists, and first
+   outputs valid and invalid).  Prints the rate.
 
     .venv/bin/python benchmarks/bench_review.py [--artifact ../shared/routebr_artifact] [--rows 1000000] [--repeat 3]
 
@@ -31,7 +30,6 @@ from pathlib import Path
 import numpy as np
 
 from routebr_kit.core.records import Entity, RouteRequest, RuntimeState
-from routebr_kit.review.fast import ColumnarLedger, decision_view, grouped_decide
 from routebr_kit.store.artifact import Artifact
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,8 +105,9 @@ FIELDS = ("identity_verified", "entity_resolved", "action_permission", "service_
           "safety_escalation_required", "request_supported", "request_scope_clear")
 
 
-def synthetic_ledger(artifact: Artifact, rows: int, seed: int = 0) -> ColumnarLedger:
-    """``rows`` recorded decisions over every boolean runtime state and 24 candidate lists from the registry."""
+def synthetic_ledger(artifact: Artifact, rows: int, seed: int = 0) -> tuple[list, list, list[int], list[int]]:
+    """``rows`` recorded decisions over every boolean runtime state and 24 candidate lists from the registry:
+    ``(requests, outputs, request index per row, output index per row)``."""
     rng = np.random.default_rng(seed)
     entities = list(artifact.assets.registry)[:12] + [Entity("TOPIC:rates", "TOPIC", "rates"),
                                                       Entity("ACCT:main", "ACCOUNT", "main account")]
@@ -138,49 +137,31 @@ def synthetic_ledger(artifact: Artifact, rows: int, seed: int = 0) -> ColumnarLe
     sizes = np.array([len(m) for m in by_list])
     lst = list_of_request[request_index]
     output_index = offsets[lst] + (rng.random(rows) * sizes[lst]).astype(np.int64)
-    return ColumnarLedger(requests, outputs, request_index, output_index)
+    return requests, outputs, request_index.tolist(), output_index.tolist()
 
 
-def timed(fn, *args):
+def decide_loop(controller, requests: list, outputs: list, request_index: list[int],
+                output_index: list[int]) -> None:
+    """The minimal pure-Python loop: ``Controller.decide`` on every row (results dropped as they come)."""
+    decide = controller.decide
+    for r, o in zip(request_index, output_index):
+        decide(requests[r], outputs[o])
+
+
+def row_by_row(artifact: Artifact, rows: int) -> None:
+    controller = artifact.assets.controller()
+    ledger = synthetic_ledger(artifact, rows)
     gc_was = gc.isenabled()
     gc.disable()
     try:
         start = time.perf_counter()
-        result = fn(*args)
-        return result, time.perf_counter() - start
+        decide_loop(controller, *ledger)
+        elapsed = time.perf_counter() - start
     finally:
         if gc_was:
             gc.enable()
-
-
-def decide_loop(controller, ledger: ColumnarLedger) -> None:
-    """The minimal pure-Python loop: ``Controller.decide`` on every row (results dropped as they come, so the loop
-    is not slowed by holding a million records; they are checked in a separate pass)."""
-    decide, requests, outputs = controller.decide, ledger.requests, ledger.outputs
-    for r, o in zip(ledger.request_index.tolist(), ledger.output_index.tolist()):
-        decide(requests[r], outputs[o])
-
-
-def mismatches(controller, ledger: ColumnarLedger, grouped) -> int:
-    """Rows whose grouped view differs from row-by-row ``decide`` (untimed, one row at a time)."""
-    decide, requests, outputs = controller.decide, ledger.requests, ledger.outputs
-    rows = zip(ledger.request_index.tolist(), ledger.output_index.tolist())
-    return sum(grouped.view(i) != decision_view(decide(requests[r], outputs[o])) for i, (r, o) in enumerate(rows))
-
-
-def grouped_vs_loop(artifact: Artifact, rows: int) -> None:
-    controller = artifact.assets.controller()
-    ledger = synthetic_ledger(artifact, rows)
-    grouped, t_grouped = timed(grouped_decide, controller, ledger)
-    _, t_loop = timed(decide_loop, controller, ledger)
-    differ = mismatches(controller, ledger, grouped)
-    assert differ == 0, f"{differ} rows differ"
-    r_grouped, r_loop = rows / t_grouped, rows / t_loop
-    print(f"replay of {rows:,} recorded decisions ({len(ledger.requests):,} requests, {len(ledger.outputs):,} "
-          f"outputs; {grouped.groups:,} signature groups): results identical on every row")
-    print(f"  row-by-row Controller.decide loop: {r_loop:,.0f} decisions/s ({t_loop:.2f} s)")
-    print(f"  grouped replay:                    {r_grouped:,.0f} decisions/s ({t_grouped:.2f} s)")
-    print(f"  ratio (same run, same rows):       {r_grouped / r_loop:.1f}x")
+    print(f"replay of {rows:,} recorded decisions ({len(ledger[0]):,} requests, {len(ledger[1]):,} outputs): "
+          f"Controller.decide row by row {rows / elapsed:,.0f} decisions/s ({elapsed:.2f} s)")
 
 
 def main() -> None:
@@ -192,7 +173,7 @@ def main() -> None:
     args = parser.parse_args()
     if not args.skip_processes:
         fresh_process(args.artifact, args.repeat)
-    grouped_vs_loop(Artifact(args.artifact), args.rows)
+    row_by_row(Artifact(args.artifact), args.rows)
 
 
 if __name__ == "__main__":
