@@ -117,6 +117,38 @@ def test_with_gate_rejudges_without_replaying(r065_review):
     assert not r065_review.passed  # the original is unchanged (frozen)
 
 
+def test_a_review_replays_each_side_once(published, r065, monkeypatch):
+    """Issue 29: impact, shadow and diff are views of one replay of each side — every controller row is decided
+    once under the base and once under the candidate (not a third time for the shadow), and notebook 10's trace
+    helper reads the review's base side instead of replaying it."""
+    from routebr_kit.core.controller import Controller, StoredReplies
+    from routebr_kit.notebook.review_widget import trace_pair
+
+    ledgers, base = published
+    runs: list[Controller] = []  # replays of recorded replies (through the replay backend)
+    asked: list[tuple[str, str]] = []  # the diff's forbidden-dispatch questions (stored proposals, no backend)
+    original = Controller.run
+
+    async def counted(self, request, replies):
+        if isinstance(replies, StoredReplies):
+            asked.append((request.request_id, replies.first["action_id"]))
+        else:
+            runs.append(self)
+        return await original(self, request, replies)
+
+    monkeypatch.setattr(Controller, "run", counted)
+    review = release_review(base, r065, ledgers)
+    rows = sum(len(t.rows) for t in ledgers.tasks.values() if t.system.uses_controller)
+    assert rows > 0 and len(runs) == 2 * rows
+    assert len({id(c) for c in runs}) == 2 * sum(t.system.uses_controller for t in ledgers.tasks.values())
+    all_rows = sum(len(t.rows) for t in ledgers.tasks.values())
+    assert 0 < len(asked) <= 2 * all_rows  # each side's row asked the rules at most once
+    first = next(c for c in review.diff.changed if c.base_final_path != c.candidate_final_path)
+    pair = trace_pair(ledgers, review.shadow, first.task, first.case_id, first.repeat_id)
+    assert len(runs) == 2 * rows and (pair["base"] != pair["candidate"]).any()
+    assert review.shadow.replay is not None and review.shadow.replay.edit is review.edit
+
+
 def test_an_identical_candidate_changes_nothing_and_passes(published, tmp_path):
     ledgers, base = published
     review = release_review(base, write_release(tmp_path / "same", base), ledgers)

@@ -101,12 +101,16 @@ class RuleEditor:
 
 def trace_pair(ledgers: LedgerSet, shadow: ShadowResult, task_key: str, case_id: str,
                repeat_id: str = "0") -> pd.DataFrame:
-    """A changed case's two traces side by side: the base decision (replayed under the base assets, as recorded)
-    and the shadow decision under the candidate."""
+    """A changed case's two traces side by side: the base decision (replayed under the base assets, as recorded:
+    the review's own base side when ``shadow`` came from a review of these ``ledgers``) and the shadow decision
+    under the candidate."""
     task = ledgers.tasks[task_key]
-    row = next(r for r in task.rows if (r.case_id, r.repeat_id) == (case_id, repeat_id))
-    base = replay_rows(ledgers.assets.controller(ControllerOptions.for_system(task.system)), [row], task.cases,
-                       receipts=task.receipts).decisions[0]
+    at = next(i for i, r in enumerate(task.rows) if (r.case_id, r.repeat_id) == (case_id, repeat_id))
+    if shadow.replay is not None and shadow.replay.ledgers is ledgers:
+        base = shadow.replay.base(task)[at]  # (replayed once per review, whoever asks first)
+    else:
+        base = replay_rows(ledgers.assets.controller(ControllerOptions.for_system(task.system)), [task.rows[at]],
+                           task.cases, receipts=task.receipts).decisions[0]
     shadow_task = next(t for t in shadow.tasks if t.key == task_key)
     cand = next(r.decision for r in shadow_task.rows if (r.row.case_id, r.row.repeat_id) == (case_id, repeat_id))
 

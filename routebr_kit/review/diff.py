@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import KitError
-from ..core.records import ReasonCode
+from ..core.records import ReasonCode, RouteRequest
 from ..evaluation.forbidden import DispatchCheck, DispatchGate, dispatches
 from ..evaluation.metrics import Count, first_pass_valid_of, flip_pairs, score
 from ..evaluation.paired import drop_lcb, regression_p
@@ -348,6 +348,23 @@ def _side(tasks: Sequence[tuple[LedgerTask, Sequence[PredictionRow], DispatchGat
 _Item = tuple[LedgerTask, list[PredictionRow], list[PredictionRow], DispatchGate, DispatchGate]
 
 
+class _AskedOnce(DispatchGate):
+    """A release's dispatch gate asked at most once per row within one diff: the per-split and overall scores and
+    the changed rows read the same verdicts (rows are held by the diff, so their ``id`` stays theirs)."""
+
+    __slots__ = ("_verdicts",)
+
+    def __init__(self, gate: DispatchGate) -> None:
+        self.controller = gate.controller
+        self._verdicts: dict[int, DispatchCheck] = {}
+
+    def check(self, row: PredictionRow, request: RouteRequest) -> DispatchCheck:
+        found = self._verdicts.get(id(row))
+        if found is None:
+            found = self._verdicts[id(row)] = super().check(row, request)
+        return found
+
+
 def _delta(name: str, items: Sequence[_Item]) -> SplitDelta:
     base = _side([(t, a, ga) for t, a, _, ga, _ in items])
     cand = _side([(t, b, gb) for t, _, b, _, gb in items])
@@ -374,7 +391,7 @@ def diff_ledgers(base: LedgerSet, candidate: LedgerSet, *, state_schema: str | P
     releases_a, releases_b = Releases(base, state_schema), Releases(candidate, state_schema)
     for key in sorted(base.tasks):
         ta, tb = base.tasks[key], candidate.tasks[key]
-        ga, gb = releases_a.gate(ta), releases_b.gate(tb)
+        ga, gb = _AskedOnce(releases_a.gate(ta)), _AskedOnce(releases_b.gate(tb))
         rows_b = {(r.case_id, r.repeat_id): r for r in tb.rows}
         flagged = _flagged(tb)
         flagged_total += len(flagged)

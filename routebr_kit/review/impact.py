@@ -1,27 +1,27 @@
 """Change-impact selection: which recorded rows an asset (or option) edit can affect, computed without any model call.
 
-**The controller set** — exact, by construction.  For every controller row (routebr, a_state, a_ground) the
-recorded replies are decided twice by the one replay function the shadow replay runs
-(:func:`~routebr_kit.review.shadow.replay_task`): once by the base release's controller on the cases as recorded,
-once by the candidate's controller (candidate catalog, rules, state schema and registry-rebased candidate lists,
-with the ``options`` a shadow would get) — and a row is selected when anything the controller reads or
-concludes for it differs (:class:`ControllerView`, stage by stage): the state-schema verdict and which fields fail
-(checked first, before any model call), the contract check and repair, the winning rule (ID, version, decision,
-priority, condition), the object gate, and the emitted terminal, action, object and reason (the fallback option
-included).  The first differing stage is the row's ``why`` (the diff's stage names).
+**The controller set** — exact, by construction. For every controller row (routebr, a_state, a_ground) the recorded
+replies are decided on each side of the review's one replay (:class:`~routebr_kit.review.shadow.ReviewReplay`, whose
+candidate side *is* the shadow replay): once by the base release's controller on the cases as recorded, once by the
+candidate's controller (candidate catalog, rules, state schema and registry-rebased candidate lists, with the
+``options`` a shadow would get) — and a row is selected when anything the controller reads or concludes for it
+differs (:class:`ControllerView`, stage by stage): the state-schema verdict and which fields fail (checked first,
+before any model call), the contract check and repair, the winning rule (ID, version, decision, priority,
+condition), the object gate, and the emitted terminal, action, object and reason (the fallback option included). The
+first differing stage is the row's ``why`` (the diff's stage names).
 
-What is exact, precisely (the domain of the theorem): *given the recorded replies*, the shadow replay of a row
-under the same edit and options produces the candidate decision computed here, because it is the same function
-on the same inputs.  Hence (i) **sound**: every row whose shadow decision (final path, boundary, dispatched
-object) changes is selected; (ii) **exact** for rule, state-schema and option edits: a selected row's decision
-record (:meth:`Decision.as_dict <routebr_kit.core.decision.Decision.as_dict>` without the asset hashes) differs,
-and every row whose record differs is selected.  Both are property-tested against :func:`shadow_replay` over
-generated edits (``tests/test_impact_sound.py``).  Outside that domain — a catalog edit visible in the prompt, a
-registry edit that changes a candidate list, a prompt edit — the model would see a different input, so the
-recorded replies no longer say what it would answer: those rows form the **live re-run slice** (flagged by the
-shadow's own rule, :func:`~routebr_kit.review.shadow.row_flags`) and the controller set is exact only for the
-recorded replies.  B1/B2 rows are model-decided (the shadow keeps them as recorded): they are never in the
-controller set; a B2 row joins the live slice when its prompt's rule table changes.
+What is exact, precisely (the domain of the theorem): *given the recorded replies*, the shadow replay of a row under
+the same edit and options produces the candidate decision computed here: within one review it is the same replay,
+and across calls the same function on the same inputs. Hence (i) **sound**: every row whose shadow decision (final
+path, boundary, dispatched object) changes is selected; (ii) **exact** for rule, state-schema and option edits: a
+selected row's decision record (:meth:`Decision.as_dict <routebr_kit.core.decision.Decision.as_dict>` without the
+asset hashes) differs, and every row whose record differs is selected. Both are property-tested against
+:func:`shadow_replay` over generated edits (``tests/test_impact_sound.py``). Outside that domain — a catalog edit
+visible in the prompt, a registry edit that changes a candidate list, a prompt edit — the model would see a
+different input, so the recorded replies no longer say what it would answer: those rows form the **live re-run
+slice** (flagged by the shadow's own rule, :func:`~routebr_kit.review.shadow.row_flags`) and the controller set is
+exact only for the recorded replies. B1/B2 rows are model-decided (the shadow keeps them as recorded): they are
+never in the controller set; a B2 row joins the live slice when its prompt's rule table changes.
 
 Per edit class (:class:`~routebr_kit.review.assets.EditClass`) the report gives the paper's regression slice and
 the affected set: **rules / state_schema** — the controller set; **registry** — the rows whose candidate list
@@ -41,12 +41,11 @@ from typing import Any
 from ..core.controller import Controller, Decision
 from ..core.decision import jsonable
 from ..evaluation.metrics import calls_of
-from ..store.cases import Case
 from ..store.ledger import PredictionRow
-from .assets import AssetEdit, AssetFiles, EditClass, rules_prompt_view
+from .assets import AssetEdit, AssetFiles, EditClass
 from .diff import ChangeStage
-from .ledgers import LedgerSet, LedgerTask, check_state_schema
-from .shadow import ShadowFlag, rebase_cases, replay_task, row_flags, task_controller
+from .ledgers import LedgerSet, LedgerTask
+from .shadow import BaseCache, ReviewReplay, ShadowFlag, review_replay, row_flags
 
 #: The paper's regression slices (§III-D), per edit class.
 PAPER_SLICES: Mapping[EditClass, str] = {
@@ -253,11 +252,6 @@ _VIEW_STAGES = ((ChangeStage.STATE_SCHEMA, "state_schema"), (ChangeStage.CONTRAC
                 (ChangeStage.RULE, "rule"), (ChangeStage.OBJECT_GATE, "object_gate"),
                 (ChangeStage.TERMINAL, "terminal"))
 
-#: ``(task key, base controller identity) -> base decisions``: a caller that reviews many edits against one base
-#: may pass one dict to :func:`impact` to decide the base once.
-BaseCache = dict[tuple[Any, ...], tuple[Decision, ...]]
-
-
 def _same_controller_inputs(edit: AssetEdit, base: Controller, candidate: Controller, rebased: bool) -> bool:
     """Whether the candidate controller reads exactly what the base one reads (then no decision can differ)."""
     a, b = edit.base_assets, edit.candidate_assets
@@ -269,26 +263,16 @@ def _same_controller_inputs(edit: AssetEdit, base: Controller, candidate: Contro
             and same(a.policy, b.policy) and a.policy.state_schema.sha256 == b.policy.state_schema.sha256)
 
 
-def controller_affected(task: LedgerTask, edit: AssetEdit, cases: Mapping[str, Case], *, rebased: bool,
-                        options: Mapping[str, Any] | None = None,
-                        cache: BaseCache | None = None) -> list[AffectedRow]:
+def controller_affected(task: LedgerTask, replay: ReviewReplay) -> list[AffectedRow]:
     """The controller set of one task (see the module docstring): rows whose :class:`ControllerView` differs
-    between the base decision and the candidate decision of the same recorded replies.  ``cases`` are the cases
-    under the candidate release (:func:`~routebr_kit.review.shadow.rebase_cases`); ``rebased`` says whether some
-    candidate list changed."""
+    between the base decision and the candidate decision of the same recorded replies — the two sides of the
+    review's one ``replay``."""
     if not task.system.uses_controller:
         return []
-    base_c = task_controller(task, edit.base_assets)
-    cand_c = task_controller(task, edit.candidate_assets, options)
-    if _same_controller_inputs(edit, base_c, cand_c, rebased):
+    base_c, cand_c = replay.controllers(task)
+    if _same_controller_inputs(replay.edit, base_c, cand_c, bool(replay.rebased(task)[1])):
         return []
-    key = (task.key, id(task), id(edit.base_assets.catalog), id(edit.base_assets.policy), base_c.options)
-    base_d = cache.get(key) if cache is not None else None
-    if base_d is None:
-        base_d = replay_task(task, base_c, task.cases, "impact:base")[1]
-        if cache is not None:
-            cache[key] = base_d
-    cand_d = replay_task(task, cand_c, cases, "impact:candidate")[1]
+    base_d, cand_d = replay.base(task), replay.candidate(task)[1]
     out = []
     memo: dict[int, tuple[Any, ...]] = {}  # (the rules outlive this loop: their ids stay unique within it)
     for row, a, b in zip(task.rows, base_d, cand_d):
@@ -323,9 +307,11 @@ def _paper_slice(cls: EditClass, ledgers: LedgerSet) -> tuple[tuple[str, str, st
 
 
 def impact(edit: AssetEdit, ledgers: LedgerSet | None = None, options: Mapping[str, Any] | None = None, *,
-           cache: BaseCache | None = None) -> ImpactReport:
+           cache: BaseCache | None = None, replay: ReviewReplay | None = None) -> ImpactReport:
     """Classify ``edit`` and select, in ``ledgers``, the rows it can affect (see the module docstring).  ``options``
-    are controller option overrides, as :func:`~routebr_kit.review.shadow.shadow_replay` takes them."""
+    are controller option overrides, as :func:`~routebr_kit.review.shadow.shadow_replay` takes them; ``replay`` is
+    the review's one replay of both sides (:class:`~routebr_kit.review.shadow.ReviewReplay`; one is made when none
+    is given, its base side from ``cache`` when that holds it)."""
     options = dict(options or {})
     exact: dict[EditClass, dict[tuple[str, str, str], AffectedRow]] = {
         c: {} for c in edit.classes if c is not EditClass.PROFILE_ADAPTER}
@@ -340,17 +326,12 @@ def impact(edit: AssetEdit, ledgers: LedgerSet | None = None, options: Mapping[s
             exact[cls].setdefault((row.task, row.case_id, row.repeat_id), row)
 
     if ledgers is not None:
-        for task in ledgers.tasks.values():
-            check_state_schema(task, edit.base_assets)  # the base is what the run ran under
-        rules_in_prompt = rules_prompt_view(edit.base_assets) != rules_prompt_view(edit.candidate_assets)
-        rebased: dict[int, tuple[Mapping[str, Case], frozenset[str]]] = {}
+        sides = review_replay(ledgers, edit, options, replay, cache=cache)
+        rules_in_prompt = sides.rules_in_prompt
         for task in ledgers.tasks.values():
             total += len(task.rows)
-            if id(task.cases) not in rebased:
-                rebased[id(task.cases)] = rebase_cases(task.cases, edit)
-            cases, changed_lists = rebased[id(task.cases)]
-            decided = controller_affected(task, edit, cases, rebased=bool(changed_lists), options=options,
-                                          cache=cache)
+            changed_lists = sides.rebased(task)[1]
+            decided = controller_affected(task, sides)
             controller.extend(decided)
             for row in decided:
                 for cls in (EditClass.RULES, EditClass.STATE_SCHEMA, EditClass.CATALOG, EditClass.REGISTRY):

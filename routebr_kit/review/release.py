@@ -1,5 +1,8 @@
 """The release review in one call: impact → shadow replay → paired diff → gate, as one :class:`Review`.
 
+Impact, shadow and diff are views of one replay of each side (:class:`~routebr_kit.review.shadow.ReviewReplay`: the
+base release once, the candidate once), whichever of them asks first.
+
 :func:`release_review` is the single implementation of the flow the paper's §III-D describes; the notebook-10 rule
 editor (:mod:`routebr_kit.notebook.review_widget`), notebook 10 itself and ``routebr-kit review`` all call it, and
 ``routebr-kit impact`` / ``shadow`` / ``diff`` share its loading and rendering helpers (:func:`load_review_source`,
@@ -28,7 +31,7 @@ from .diff import ChangeClass, DiffReport, diff_ledgers, split_table
 from .gate import Gate, GateResult, default_gate
 from .impact import PAPER_SLICES, ImpactReport, artifact_asset_files, impact
 from .ledgers import LedgerSet, load_ledgers, load_many
-from .shadow import ShadowResult, parse_options, shadow_ledgers, shadow_replay
+from .shadow import ReviewReplay, ShadowResult, parse_options, shadow_ledgers, shadow_replay
 
 #: The columns of a changed-rows table (CLI, Markdown, notebook).
 CHANGED_COLUMNS = ("change_class", "task", "case_id", "gold_final_path", "base_final_path", "candidate_final_path",
@@ -231,8 +234,9 @@ def release_review(base: AssetFiles | str | Path, candidate: AssetFiles | AssetE
     else:
         edit = candidate_edit(base, candidate)
     recorded = _ledgers(ledgers)
-    selection = impact(edit, recorded, overrides)
-    shadow = shadow_replay(recorded, edit, overrides)
+    replay = ReviewReplay(recorded, edit, overrides)  # each side replayed once: impact and shadow are its views
+    selection = impact(edit, recorded, overrides, replay=replay)
+    shadow = shadow_replay(recorded, edit, overrides, replay=replay)
     report = diff_ledgers(recorded, shadow_ledgers(shadow))
     verdict = chosen_gate.evaluate(report, (edit.base_assets, edit.candidate_assets))
     return Review(edit, selection, shadow, report, verdict, label)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +196,8 @@ class ShadowResult:
     options: Mapping[str, Any]
     tasks: tuple[ShadowTask, ...]
     source_root: Path
+    #: the review's one replay of both sides this result is the candidate view of
+    replay: ReviewReplay | None = field(default=None, repr=False, compare=False)
 
     @property
     def rows(self) -> int:
@@ -247,34 +249,98 @@ def replay_task(task: LedgerTask, controller: Controller, cases: Mapping[str, Ca
     return replay_by_repeat(controller, task.rows, cases, task.receipt_index, name=f"{name}:{task.key}")
 
 
-def shadow_task(task: LedgerTask, edit: AssetEdit, options: Mapping[str, Any],
-                rebased: tuple[Mapping[str, Case], frozenset[str]] | None = None) -> ShadowTask:
-    """Re-decide one result folder under the candidate release (no model call)."""
-    cases, candidates_changed = rebased if rebased is not None else rebase_cases(task.cases, edit)
-    rules_in_prompt = rules_prompt_view(edit.base_assets) != rules_prompt_view(edit.candidate_assets)
+#: ``(task key, base controller identity) -> base decisions``: a caller that reviews many edits against one base
+#: may pass one dict (``cache=``) to decide the base once for all of them.
+BaseCache = dict[tuple[Any, ...], tuple[Decision, ...]]
+
+
+class ReviewReplay:
+    """One replay of each side of a release review, of which the impact selection
+    (:func:`~routebr_kit.review.impact.impact`), the shadow replay (:func:`shadow_replay`) and the paired diff (of
+    :func:`shadow_ledgers`) are views: per controller task, the **base** release's controller on the cases as
+    recorded and the **candidate**'s (with the review's ``options``) on the cases under the candidate release
+    (:func:`rebase_cases`), each replayed from the recorded replies at most once — the first time a view asks."""
+
+    def __init__(self, ledgers: LedgerSet, edit: AssetEdit, options: Mapping[str, Any] | None = None, *,
+                 cache: BaseCache | None = None) -> None:
+        self.ledgers, self.edit, self.options = ledgers, edit, dict(options or {})
+        for task in ledgers.tasks.values():
+            check_state_schema(task, edit.base_assets)  # the base is what the run ran under
+        self.rules_in_prompt = rules_prompt_view(edit.base_assets) != rules_prompt_view(edit.candidate_assets)
+        self._cache: BaseCache = cache if cache is not None else {}
+        self._rebased: dict[int, tuple[Mapping[str, Case], frozenset[str]]] = {}
+        self._controllers: dict[str, tuple[Controller, Controller]] = {}
+        self._candidate: dict[str, tuple[tuple[PredictionRow, ...], tuple[Decision, ...]]] = {}
+
+    def rebased(self, task: LedgerTask) -> tuple[Mapping[str, Case], frozenset[str]]:
+        """The task's cases under the candidate release, and the IDs of those whose candidate list changed."""
+        found = self._rebased.get(id(task.cases))
+        if found is None:
+            found = self._rebased[id(task.cases)] = rebase_cases(task.cases, self.edit)
+        return found
+
+    def controllers(self, task: LedgerTask) -> tuple[Controller, Controller]:
+        """The base and the candidate controller of a controller task (:func:`task_controller`)."""
+        found = self._controllers.get(task.key)
+        if found is None:
+            found = self._controllers[task.key] = (task_controller(task, self.edit.base_assets),
+                                                   task_controller(task, self.edit.candidate_assets, self.options))
+        return found
+
+    def base(self, task: LedgerTask) -> tuple[Decision, ...]:
+        """The base side: every row of a controller task decided by the base controller, replayed once."""
+        base_c, assets = self.controllers(task)[0], self.edit.base_assets
+        key = (task.key, id(task), id(assets.catalog), id(assets.policy), base_c.options)
+        found = self._cache.get(key)
+        if found is None:
+            found = self._cache[key] = replay_task(task, base_c, task.cases, "review:base")[1]
+        return found
+
+    def candidate(self, task: LedgerTask) -> tuple[tuple[PredictionRow, ...], tuple[Decision, ...]]:
+        """The candidate side: every row of a controller task re-decided under the candidate, replayed once."""
+        found = self._candidate.get(task.key)
+        if found is None:
+            found = self._candidate[task.key] = replay_task(task, self.controllers(task)[1], self.rebased(task)[0],
+                                                            "review:candidate")
+        return found
+
+    def of(self, ledgers: LedgerSet, edit: AssetEdit, options: Mapping[str, Any] | None) -> ReviewReplay:
+        """Itself, when it replays these ledgers under this edit and these options (a typed error otherwise)."""
+        if ledgers is not self.ledgers or edit is not self.edit or dict(options or {}) != self.options:
+            raise DataError(ErrorCode.INCONSISTENT_ASSETS, "the replay of the same ledgers, edit and options",
+                            field="replay")
+        return self
+
+
+def review_replay(ledgers: LedgerSet, edit: AssetEdit, options: Mapping[str, Any] | None = None,
+                  replay: ReviewReplay | None = None, *, cache: BaseCache | None = None) -> ReviewReplay:
+    """``replay`` checked to be of these inputs, or a new :class:`ReviewReplay` of them."""
+    return replay.of(ledgers, edit, options) if replay is not None else ReviewReplay(ledgers, edit, options,
+                                                                                      cache=cache)
+
+
+def shadow_task(replay: ReviewReplay, task: LedgerTask) -> ShadowTask:
+    """Re-decide one result folder under the candidate release (no model call): the candidate side of
+    ``replay``."""
+    cases, candidates_changed = replay.rebased(task)
     if task.system.uses_controller:
-        rows, decisions = replay_task(task, task_controller(task, edit.candidate_assets, options), cases)
+        rows, decisions = replay.candidate(task)
         pairs = list(zip(rows, decisions))
     else:
         pairs = [(r, None) for r in task.rows]
-    out = tuple(ShadowRow(src, new, d, row_flags(task, src, d, edit, candidates_changed, rules_in_prompt))
+    out = tuple(ShadowRow(src, new, d, row_flags(task, src, d, replay.edit, candidates_changed,
+                                                 replay.rules_in_prompt))
                 for src, (new, d) in zip(task.rows, pairs))
     return ShadowTask(task, out, cases)
 
 
-def shadow_replay(ledgers: LedgerSet, edit: AssetEdit, options: Mapping[str, Any] | None = None) -> ShadowResult:
-    """Every result folder of ``ledgers`` under the candidate release of ``edit`` (see the module docstring)."""
-    options = dict(options or {})
-    rebased: dict[int, tuple[Mapping[str, Case], frozenset[str]]] = {}
-    tasks = []
-    for task in ledgers.tasks.values():
-        check_state_schema(task, edit.base_assets)  # the base is what the run ran under
-    for task in ledgers.tasks.values():
-        key = id(task.cases)
-        if key not in rebased:
-            rebased[key] = rebase_cases(task.cases, edit)
-        tasks.append(shadow_task(task, edit, options, rebased[key]))
-    return ShadowResult(edit, options, tuple(tasks), ledgers.root)
+def shadow_replay(ledgers: LedgerSet, edit: AssetEdit, options: Mapping[str, Any] | None = None, *,
+                  replay: ReviewReplay | None = None) -> ShadowResult:
+    """Every result folder of ``ledgers`` under the candidate release of ``edit`` (see the module docstring): the
+    candidate side of ``replay`` (one is made when none is given)."""
+    replay = review_replay(ledgers, edit, options, replay)
+    tasks = tuple(shadow_task(replay, task) for task in ledgers.tasks.values())
+    return ShadowResult(edit, replay.options, tasks, ledgers.root, replay)
 
 
 # --------------------------------------------------------------------------------------------- writing
@@ -396,8 +462,9 @@ def details_of(shadow: ShadowTask) -> dict[tuple[str, str], RowDetail]:
             if r.decision is not None}
 
 
-__all__ = ["OPTION_NAMES", "SHADOW_ROWS", "ShadowFlag", "ShadowResult", "ShadowRow", "ShadowTask", "details_of",
-           "parse_options", "rebase_candidates", "rebase_cases", "receipt_name", "replay_task", "row_flags",
+__all__ = ["OPTION_NAMES", "SHADOW_ROWS", "BaseCache", "ReviewReplay", "ShadowFlag", "ShadowResult", "ShadowRow",
+           "ShadowTask", "details_of", "parse_options", "rebase_candidates", "rebase_cases", "receipt_name",
+           "replay_task", "review_replay", "row_flags",
            "shadow_ledgers", "shadow_replay", "shadow_task", "task_controller", "write_shadow"]
 
 
