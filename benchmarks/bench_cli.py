@@ -5,8 +5,8 @@ Each target is a fresh interpreter (``sys.executable``), timed from spawn to exi
 target once per round, in the same order) so a busy machine slows every row alike.  ``routebr-kit`` is run as the
 console script runs it: ``from routebr_kit.cli import main; sys.exit(main())``.  A separate, untimed run of each
 target counts the modules in ``sys.modules`` at exit and names the heavy ones (pandas, numpy, scipy, matplotlib)
-among them.  Ratio: the target's median wall time over the median of ``import routebr_kit`` (target for
-``--help``: at most 2).
+among them.  The minimum is shown beside the median: on a loaded machine it is the steadier figure.  Ratio: the
+target's median wall time over the median of ``import routebr_kit`` (target for ``--help``: at most 2).
 
     .venv/bin/python benchmarks/bench_cli.py [--rounds 7] [--tree DIR] [--json FILE]
 
@@ -74,7 +74,8 @@ def measure(rounds: int, tree: Path) -> list[dict[str, object]]:
     for label, argv in chosen:
         loaded = modules(argv, env, tree)
         median = statistics.median(walls[label])
-        rows.append({"target": label, "median ms": round(1000 * median, 1), "modules": len(loaded),
+        rows.append({"target": label, "median ms": round(1000 * median, 1),
+                     "min ms": round(1000 * min(walls[label]), 1), "modules": len(loaded),
                      "ratio": round(median / base, 2), "heavy": ",".join(m for m in HEAVY if m in loaded) or "-"})
     return rows
 
