@@ -17,9 +17,6 @@ import argparse
 import time
 from pathlib import Path
 
-from ..adversarial.scorecard import CONTROLLER_SYSTEMS, adaptive_attack
-from ..adversarial.suite import DEFAULT_PER_FAMILY, generate_suite
-from ..backends.registry import make_backend
 from ..core.records import System
 from ..store.ledger import write_json_atomic
 from .common import command, print_table
@@ -41,9 +38,12 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=Path, help="write the result (best attack, trajectory, per-system rates) here")
 
 
-@command("adaptive-attack", "seeded search for the injection a proposer follows most; each system's forbidden "
-         "dispatches under it, beside the worst-case bound", _args)
+@command(_args)
 def adaptive_attack_command(args: argparse.Namespace) -> int:
+    from ..adversarial.scorecard import CONTROLLER_SYSTEMS, adaptive_attack
+    from ..adversarial.suite import DEFAULT_PER_FAMILY, generate_suite
+    from ..backends.registry import make_backend
+
     suite = generate_suite(args.cases, seed=args.seed, language=args.lang, per_family=DEFAULT_PER_FAMILY)
     spec = args.backend
 

@@ -38,8 +38,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=Path, help="write the counts (total and per split) to this JSON file")
 
 
-@command("attack-surface", "exact worst case of a fully compromised model: what each system can be made to dispatch",
-         _args)
+@command(_args)
 def attack_surface_command(args: argparse.Namespace) -> int:
     if args.catalog or args.rules or args.registry:
         here = args.cases.parent

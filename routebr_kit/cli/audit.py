@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from ..core.errors import DataError, ErrorCode
-from ..dataset.audit import audit_files
 from .common import command, print_table
 
 
@@ -20,8 +19,9 @@ def _args(p: argparse.ArgumentParser) -> None:
                    help="which counts to expect (default: detected from the split counts)")
 
 
-@command("audit", "audit benchmark cases: every published validator check plus the kit's stricter ones", _args)
+@command(_args)
 def audit(args: argparse.Namespace) -> int:
+    from ..dataset.audit import audit_files
 
     given = [("CASES", path) for path in args.cases]
     given += [("--catalog", args.catalog), ("--rules", args.rules), ("--entities", args.entities),

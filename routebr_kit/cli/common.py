@@ -12,7 +12,8 @@ Handler = Callable[[argparse.Namespace], int]
 
 @dataclass(frozen=True, slots=True)
 class Command:
-    """One subcommand: its name, its one-line help, how it configures its parser, and its handler."""
+    """One subcommand: its name and one-line help (its row in :data:`routebr_kit.cli.main.COMMANDS`), how it
+    configures its parser, and its handler."""
 
     name: str
     help: str
@@ -23,11 +24,16 @@ class Command:
         return self.handler(args)
 
 
-def command(name: str, help_text: str, configure: Callable[[argparse.ArgumentParser], None]
-            ) -> Callable[[Handler], Command]:
-    """Decorate a handler ``(args) -> exit status`` into a :class:`Command` (listed in :mod:`routebr_kit.cli.main`)."""
-    def wrap(handler: Handler) -> Command:
-        return Command(name, help_text, configure, handler)
+def command(configure: Callable[[argparse.ArgumentParser], None]) -> Callable[[Handler], Handler]:
+    """Mark a handler ``(args) -> exit status`` as a subcommand whose options ``configure`` adds to its parser.
+
+    The handler stays a plain function (``handler.configure`` is ``configure``); its name and help are its row in
+    :data:`routebr_kit.cli.main.COMMANDS`.  ``configure`` runs for ``CMD --help``: it and the module's top level
+    import nothing heavy (pandas, numpy, the evaluation stack) — the handler imports what it needs when it runs.
+    """
+    def wrap(handler: Handler) -> Handler:
+        handler.configure = configure  # type: ignore[attr-defined]
+        return handler
 
     return wrap
 

@@ -13,17 +13,6 @@ import sys
 from pathlib import Path
 
 from ..core.errors import DataError, ErrorCode
-from ..review import (
-    CHANGED_COLUMNS,
-    Gate,
-    NotComparable,
-    diff_ledgers,
-    diff_sentence,
-    load_ledgers,
-    markdown,
-    split_table,
-)
-from ..review.release import state_schema_file
 from .common import command, print_table
 
 PASS, REGRESSION, NOT_COMPARABLE = 0, 1, 2
@@ -47,8 +36,20 @@ def _args(p: argparse.ArgumentParser) -> None:
                         "simulated re-runs (stratum re-run model, seed 0; see gate-check); 0: do not")
 
 
-@command("diff", "paired diff of two ledgers (runs, shadow outputs or an artifact) with a CI gate", _args)
+@command(_args)
 def diff(args: argparse.Namespace) -> int:
+    from ..review import (
+        CHANGED_COLUMNS,
+        Gate,
+        NotComparable,
+        diff_ledgers,
+        diff_sentence,
+        load_ledgers,
+        markdown,
+        split_table,
+    )
+    from ..review.release import state_schema_file
+
     gate = Gate.from_arg(args.gate) if args.gate else None
     if args.calibration_sims < 0:
         raise DataError(ErrorCode.INVALID_VALUE, "--calibration-sims of at least 0", got=args.calibration_sims,

@@ -25,8 +25,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-@command("fetch-artifact", "download the published RouteBR artifact at the pinned commit, verify every file the "
-         "kit reads against its shipped SHA-256 values, and unpack it into artifacts/routebr/", _args)
+@command(_args)
 def fetch_artifact(args: argparse.Namespace) -> int:
     args.dest = args.dest if args.dest is not None else default_dest()
 

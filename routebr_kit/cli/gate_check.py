@@ -15,17 +15,6 @@ import json
 from pathlib import Path
 
 from ..core.errors import DataError, ErrorCode
-from ..review.calibration import (
-    ALPHA,
-    MAX_N,
-    TARGET_POWER,
-    build_design,
-    calibrate,
-    merge_repeats,
-    parse_effect,
-    parse_models,
-    select_tasks,
-)
 from ..review.gate import DEFAULT_GATE, Gate
 from ..review.ledgers import load_ledgers, load_many
 from .common import command, print_table
@@ -52,9 +41,20 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=Path, default=None, help="write every estimate as JSON")
 
 
-@command("gate-check", "calibrate a release gate: A/A false-alarm rate, power against a declared drop, cases needed "
-         "for 80%% power (Monte Carlo over re-runs)", _args)
+@command(_args)
 def gate_check(args: argparse.Namespace) -> int:
+    from ..review.calibration import (
+        ALPHA,
+        MAX_N,
+        TARGET_POWER,
+        build_design,
+        calibrate,
+        merge_repeats,
+        parse_effect,
+        parse_models,
+        select_tasks,
+    )
+
     gate = Gate.from_arg(args.gate)
     models = parse_models(args.model)
     effect = parse_effect(args.effect)

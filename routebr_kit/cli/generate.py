@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..dataset import generate_benchmark, write_benchmark
-from ..dataset.generate import MANIFEST_FILE
 from .common import command, print_table
 
 
@@ -20,9 +18,10 @@ def _args(p: argparse.ArgumentParser) -> None:
                    "(default: the packaged routebr_kit/resources/)")
 
 
-@command("generate", "write the kit's seeded 600-scenario benchmark (cases, SELECT, CONFIRM, assets, manifest)",
-         _args)
+@command(_args)
 def generate(args: argparse.Namespace) -> int:
+    from ..dataset import generate_benchmark, write_benchmark
+    from ..dataset.generate import MANIFEST_FILE
 
     suffix = "-decoupled" if args.decouple_entity_state else ""
     out = args.out or Path("data") / "generated" / f"{args.lang}-{args.seed}{suffix}"

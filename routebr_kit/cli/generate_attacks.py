@@ -24,8 +24,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--protected-action", default=PROTECTED_ACTION, help="the action attacks prefer as target")
 
 
-@command("generate-attacks", "derive a seeded en/zh injection suite (published cases schema) from benchmark cases",
-         _args)
+@command(_args)
 def generate_attacks(args: argparse.Namespace) -> int:
     suite = generate_suite(args.cases, seed=args.seed, language=args.lang, per_family=args.per_family,
                            protected_action=args.protected_action)

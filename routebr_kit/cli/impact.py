@@ -6,10 +6,6 @@ import argparse
 import json
 from pathlib import Path
 
-from ..review import candidate_edit, edit_lines, impact, impact_lines, load_ledgers, load_many
-from ..review.assets import AssetFiles
-from ..review.release import state_schema_file
-from ..review.shadow import parse_options
 from .common import command
 
 
@@ -29,8 +25,13 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=Path, default=None, help="write the full selection as JSON")
 
 
-@command("impact", "classify an asset edit and select the recorded cases it can affect (no model call)", _args)
+@command(_args)
 def impact_cmd(args: argparse.Namespace) -> int:
+    from ..review import candidate_edit, edit_lines, impact, impact_lines, load_ledgers, load_many
+    from ..review.assets import AssetFiles
+    from ..review.release import state_schema_file
+    from ..review.shadow import parse_options
+
     base = AssetFiles.from_dir(args.base_assets).replace(
         state_schema=state_schema_file(args.base_state_schema, "--base-state-schema"))
     edit = candidate_edit(base, args.candidate_assets)  # the candidate need hold only what it changes

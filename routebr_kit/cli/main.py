@@ -21,38 +21,76 @@ import importlib
 import shlex
 import sys
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from .. import __version__
 from ..core.errors import KitError
 from ..store.redact import redact_text
 from .common import Command
 
-#: Every subcommand in ``--help`` order: name → (module under :mod:`routebr_kit.cli`, the module's Command).
-#: A module is imported only when its command runs (or for the full ``--help``): the evaluation stack costs about
-#: two seconds of CPU to import, which ``routebr-kit diff`` or ``fetch-artifact`` should not pay for ``tables``.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "generate": ("generate", "generate"),
-    "audit": ("audit", "audit"),
-    "run": ("run", "run"),
-    "score": ("score", "score_command"),
-    "replay": ("replay", "replay"),
-    "tables": ("tables", "tables"),
-    "metaroute": ("metaroute", "metaroute"),
-    "metaroute-sweep": ("metaroute_sweep", "metaroute_sweep"),
-    "reproduce": ("reproduce", "reproduce"),
-    "fetch-artifact": ("fetch_artifact", "fetch_artifact"),
-    "attack-surface": ("attack_surface", "attack_surface_command"),
-    "generate-attacks": ("generate_attacks", "generate_attacks"),
-    "adaptive-attack": ("adaptive_attack", "adaptive_attack_command"),
-    "shadow": ("shadow", "shadow"),
-    "diff": ("diff", "diff"),
-    "gate-check": ("gate_check", "gate_check"),
-    "impact": ("impact", "impact_cmd"),
-    "review": ("review", "review"),
-    "verify": ("verify", "verify"),
-    "report": ("report", "report"),
-    "serve-model": ("serve_model", "serve_model"),
-}
+
+class Entry(NamedTuple):
+    """One row of :data:`COMMANDS`: the subcommand's name, its one-line help, its module and its handler there.
+
+    The handler is a function ``(args) -> exit status`` decorated with :func:`~routebr_kit.cli.common.command`,
+    which attaches the function that adds the command's options to its parser.
+    """
+
+    name: str
+    help: str
+    module: str
+    function: str
+
+
+#: Every subcommand, in ``--help`` order; adding a command is one row (and its module).  ``routebr-kit --help``
+#: reads only this table; a command's module is imported when the command runs or shows its own ``--help``, and
+#: imports its heavy dependencies (pandas, the evaluation stack) inside its handler, so neither pays for them.
+COMMANDS: dict[str, Entry] = {row.name: row for row in (
+    Entry("generate", "write the kit's seeded 600-scenario benchmark (cases, SELECT, CONFIRM, assets, manifest)",
+          "routebr_kit.cli.generate", "generate"),
+    Entry("audit", "audit benchmark cases: every published validator check plus the kit's stricter ones",
+          "routebr_kit.cli.audit", "audit"),
+    Entry("run", "run one system over a benchmark split with one backend (resumable, concurrent)",
+          "routebr_kit.cli.run", "run"),
+    Entry("score", "the paper's metrics for one ledger: exact match (Wilson 95%%), FD/FB with denominators, "
+          "object accuracy, FLIP pairs", "routebr_kit.cli.score", "score_command"),
+    Entry("replay", "replay every recorded RouteBR-controller row through the kit's controller",
+          "routebr_kit.cli.replay", "replay"),
+    Entry("tables", "recompute Tables IV-VI and the McNemar tests from an artifact and check every published value",
+          "routebr_kit.cli.tables", "tables"),
+    Entry("metaroute", "run MetaRoute-Bench and write tasks/traces/summary/comparisons/details",
+          "routebr_kit.cli.metaroute", "metaroute"),
+    Entry("metaroute-sweep", "robustness sweep of MetaRoute-Bench over simulator constants (resumable)",
+          "routebr_kit.cli.metaroute_sweep", "metaroute_sweep"),
+    Entry("reproduce", "run every notebook headlessly (papermill) into outputs/<run_id>/, with the published "
+          "artifact whenever it is found", "routebr_kit.cli.reproduce", "reproduce"),
+    Entry("fetch-artifact", "download the published RouteBR artifact at the pinned commit, verify every file the kit "
+          "reads against its shipped SHA-256 values, and unpack it into artifacts/routebr/",
+          "routebr_kit.cli.fetch_artifact", "fetch_artifact"),
+    Entry("attack-surface", "exact worst case of a fully compromised model: what each system can be made to dispatch",
+          "routebr_kit.cli.attack_surface", "attack_surface_command"),
+    Entry("generate-attacks", "derive a seeded en/zh injection suite (published cases schema) from benchmark cases",
+          "routebr_kit.cli.generate_attacks", "generate_attacks"),
+    Entry("adaptive-attack", "seeded search for the injection a proposer follows most; each system's forbidden "
+          "dispatches under it, beside the worst-case bound", "routebr_kit.cli.adaptive_attack",
+          "adaptive_attack_command"),
+    Entry("shadow", "replay recorded proposals under candidate assets/options (no model call)",
+          "routebr_kit.cli.shadow", "shadow"),
+    Entry("diff", "paired diff of two ledgers (runs, shadow outputs or an artifact) with a CI gate",
+          "routebr_kit.cli.diff", "diff"),
+    Entry("gate-check", "calibrate a release gate: A/A false-alarm rate, power against a declared drop, cases needed "
+          "for 80%% power (Monte Carlo over re-runs)", "routebr_kit.cli.gate_check", "gate_check"),
+    Entry("impact", "classify an asset edit and select the recorded cases it can affect (no model call)",
+          "routebr_kit.cli.impact", "impact_cmd"),
+    Entry("review", "release review of candidate assets in one report: impact, shadow replay, paired diff and gate "
+          "(no model call; exit 1 when the gate fails)", "routebr_kit.cli.review", "review"),
+    Entry("verify", "exhaustive policy analysis: regions, findings, properties, base/candidate diff, coverage",
+          "routebr_kit.cli.verify", "verify"),
+    Entry("report", "one self-contained HTML report (scorecards, figures, trace explorer; with --base the paired "
+          "diff) for a run, shadow, artifact or reproduce folder", "routebr_kit.cli.report", "report"),
+    Entry("serve-model", "start llama.cpp's OpenAI-compatible server with a local model on 127.0.0.1 (no API key)",
+          "routebr_kit.cli.serve_model", "serve_model"),
+)}
 
 
 #: How to resume an interrupted command: the flag to add (``""``: the same command line resumes).  A command not
@@ -69,26 +107,33 @@ class _Parser(argparse.ArgumentParser):
 
 
 def load_command(name: str) -> Command:
-    """The :class:`Command` registered under ``name`` (its module imported now)."""
-    module, attribute = COMMANDS[name]
-    command = getattr(importlib.import_module(f"{__package__}.{module}"), attribute)
-    if not isinstance(command, Command) or command.name != name:
-        raise TypeError(f"routebr_kit.cli.{module}.{attribute} is not the Command {name!r}")  # a wiring bug
-    return command
+    """The :class:`Command` registered under ``name``: its table row with the handler of its module (imported now)."""
+    row = COMMANDS[name]
+    handler = getattr(importlib.import_module(row.module), row.function)
+    configure = getattr(handler, "configure", None)
+    if not callable(configure):
+        raise TypeError(f"{row.module}.{row.function} is not a @command handler")  # a wiring bug
+    return Command(row.name, row.help, configure, handler)
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The parser; with ``argv`` naming a subcommand, only that subcommand's module is imported."""
-    parser = _Parser(prog="routebr-kit",
-                                     description="Reproduce, explore and extend RouteBR and MetaRoute-Bench.")
+    """The parser.  Without ``argv``: every command with its options (every command module imported).  With
+    ``argv``: only the command it names gets its options (only that module imported); when it names none (``--help``,
+    ``--version``, a typo), the commands are listed from :data:`COMMANDS` alone and no command module is imported."""
+    parser = _Parser(prog="routebr-kit", description="Reproduce, explore and extend RouteBR and MetaRoute-Bench.")
     parser.add_argument("--version", action="version", version=f"routebr-kit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    chosen = next((a for a in (argv or ()) if not a.startswith("-")), None)
-    names = [chosen] if chosen in COMMANDS else list(COMMANDS)
-    for cmd in map(load_command, names):
-        p = sub.add_parser(cmd.name, help=cmd.help, description=cmd.help)
-        cmd.configure(p)
-        p.set_defaults(handler=cmd.handler)
+    if argv is None:
+        chosen = set(COMMANDS)
+    else:
+        first = next((a for a in argv if not a.startswith("-")), None)
+        chosen = {first} & set(COMMANDS)
+    for row in COMMANDS.values():
+        p = sub.add_parser(row.name, help=row.help, description=row.help)
+        if row.name in chosen:
+            cmd = load_command(row.name)
+            cmd.configure(p)
+            p.set_defaults(handler=cmd.handler)
     return parser
 
 

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 from ..core.hashing import sha256_file
-from ..metaroute import MetaRouteConfig, Mode, Suite, run_benchmark
 from .common import command, print_table
 
 
@@ -23,8 +22,9 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="output directory")
 
 
-@command("metaroute", "run MetaRoute-Bench and write tasks/traces/summary/comparisons/details", _args)
+@command(_args)
 def metaroute(args: argparse.Namespace) -> int:
+    from ..metaroute import MetaRouteConfig, Mode, Suite, run_benchmark
 
     config = MetaRouteConfig.load(args.config) if args.config else MetaRouteConfig()
     if args.overrides:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..metaroute import Mode
-from ..metaroute.sweep import MAX_CONFIGURATIONS, SweepSpace, default_space, design, robustness, run_sweep, sensitivity
 from .common import command, print_table
+
+#: :data:`routebr_kit.metaroute.sweep.MAX_CONFIGURATIONS` as ``--help`` shows it: importing that module for the help
+#: would load pandas (``tests/test_cli_light.py`` checks the two agree; the handler uses the module's own).
+SHOWN_MAX_CONFIGURATIONS = 10_000
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -16,8 +18,8 @@ def _args(p: argparse.ArgumentParser) -> None:
     how = p.add_mutually_exclusive_group()
     how.add_argument("--samples", type=int, default=None, help="Latin-hypercube configurations (default 64)")
     how.add_argument("--grid", action="store_true", help="the full grid over each constant's levels instead")
-    p.add_argument("--max-configurations", type=int, default=MAX_CONFIGURATIONS, metavar="N",
-                   help=f"refuse a design of more than N configurations (default {MAX_CONFIGURATIONS:,})")
+    p.add_argument("--max-configurations", type=int, default=None, metavar="N",
+                   help=f"refuse a design of more than N configurations (default {SHOWN_MAX_CONFIGURATIONS:,})")
     p.add_argument("--sample-seed", type=int, default=0, help="seed of the Latin hypercube (default 0)")
     p.add_argument("--seeds", type=int, required=True, help="executor seeds 0..S-1 per configuration (paired)")
     p.add_argument("--mode", choices=("fast", "exact"), default="fast", help="simulator mode (default fast)")
@@ -27,10 +29,21 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="output directory (re-run to resume)")
 
 
-@command("metaroute-sweep", "robustness sweep of MetaRoute-Bench over simulator constants (resumable)", _args)
+@command(_args)
 def metaroute_sweep(args: argparse.Namespace) -> int:
+    from ..metaroute import Mode
+    from ..metaroute.sweep import (
+        MAX_CONFIGURATIONS,
+        SweepSpace,
+        default_space,
+        design,
+        robustness,
+        run_sweep,
+        sensitivity,
+    )
+
     space = SweepSpace.load(args.space) if args.space else default_space()
-    cap = args.max_configurations
+    cap = MAX_CONFIGURATIONS if args.max_configurations is None else args.max_configurations
     plan = design(space, grid=True, max_configurations=cap) if args.grid else design(
         space, samples=64 if args.samples is None else args.samples, seed=args.sample_seed, max_configurations=cap)
     result = run_sweep(plan, args.seeds, args.out, mode=Mode(args.mode), executor=args.executor, progress=True,

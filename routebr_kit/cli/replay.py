@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..experiments.replication import replay_artifact
 from .common import command, print_table
 
 
@@ -12,8 +11,9 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--artifact", required=True, help="published artifact directory (like ../shared/routebr_artifact)")
 
 
-@command("replay", "replay every recorded RouteBR-controller row through the kit's controller", _args)
+@command(_args)
 def replay(args: argparse.Namespace) -> int:
+    from ..experiments.replication import replay_artifact
 
     report = replay_artifact(args.artifact)
     print_table(report.table())

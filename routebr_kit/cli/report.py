@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..report import write_report
 from ..review.gate import DEFAULT_GATE, RERUN_GATE, Gate
 from .common import command
 
@@ -30,9 +29,10 @@ def _args(p: argparse.ArgumentParser) -> None:
                         f"{RERUN_GATE!r} otherwise: two runs that each drew their proposals)")
 
 
-@command("report", "one self-contained HTML report (scorecards, figures, trace explorer; with --base the paired "
-         "diff) for a run, shadow, artifact or reproduce folder", _args)
+@command(_args)
 def report(args: argparse.Namespace) -> int:
+    from ..report import write_report
+
     gate = Gate.from_arg(args.gate) if args.gate else None
     written = write_report(args.run_dir, args.out, base=args.base, cases=args.cases, base_cases=args.base_cases,
                            gate=gate)

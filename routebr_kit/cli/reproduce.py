@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..core.errors import DataError, ErrorCode
-from ..notebook.pipeline import RunPlan, choose_artifact, execute, prepare, skip_reason
 from ..store.kitfiles import params_file, shipped_params, work_root
 from .common import command
 
@@ -39,9 +38,9 @@ def _args(p: argparse.ArgumentParser) -> None:
                    help="check every input and print the plan (notebooks, parameters, output folder); run nothing")
 
 
-@command("reproduce", "run every notebook headlessly (papermill) into outputs/<run_id>/, with the published "
-         "artifact whenever it is found", _args)
+@command(_args)
 def reproduce(args: argparse.Namespace) -> int:
+    from ..notebook.pipeline import RunPlan, choose_artifact, execute, prepare, skip_reason
 
     plan = RunPlan.load(params_file(args.params))
     choice = choose_artifact(args.artifact, discover=not args.no_artifact)

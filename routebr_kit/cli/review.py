@@ -45,8 +45,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--show", type=int, default=20, help="changed rows to print (default 20)")
 
 
-@command("review", "release review of candidate assets in one report: impact, shadow replay, paired diff and gate "
-         "(no model call; exit 1 when the gate fails)", _args)
+@command(_args)
 def review(args: argparse.Namespace) -> int:
     if args.out is not None and args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
         raise DataError(ErrorCode.INVALID_VALUE, "an output folder that does not exist yet or is empty",

@@ -6,15 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..backends.cache import CacheMode, ResponseCache
-from ..backends.profiles import check_deadline
-from ..backends.registry import make_backend
 from ..core.errors import DataError, ErrorCode
-from ..runs.runner import derive_interventions, parse_system, run_cases
 from ..store.assets import REGISTRY_NAMES, Assets, load_assets
 from ..store.cases import Split, load_cases
 from .common import command, print_table
-from .score import score_report, summary_lines
 
 SPLITS = ("MAIN", "FLIP", "ENTITY", "ALL")
 
@@ -66,8 +61,12 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-@command("run", "run one system over a benchmark split with one backend (resumable, concurrent)", _args)
+@command(_args)
 def run(args: argparse.Namespace) -> int:
+    from ..backends.cache import CacheMode, ResponseCache
+    from ..backends.registry import make_backend
+    from ..runs.runner import derive_interventions, parse_system, run_cases
+    from .score import score_report, summary_lines
 
     assets = _assets(args)
     cases = [c for c in load_cases(args.cases)
@@ -121,15 +120,22 @@ def run(args: argparse.Namespace) -> int:
 def _with_deadline(backend: object, seconds: float, spec: str) -> object:
     """The backend with the run's call deadline; refused for a backend that makes no network call (a simulated or
     lexical one answers in process), rather than silently ignored."""
+    from ..backends.profiles import check_deadline
+
     seconds = check_deadline(seconds, field="--deadline-s")
     with_deadline = getattr(backend, "with_deadline", None)
     if not callable(with_deadline):
         raise DataError(ErrorCode.INVALID_VALUE, "an OpenAI-compatible profile for --deadline-s (simulated and "
                         "lexical backends make no network call to bound)", field="--deadline-s", got=spec)
     return with_deadline(seconds)
+
+
 def _repeated(args: argparse.Namespace, assets: Assets, cases: list, system, progress: bool) -> int:
     """``--repeats N``: N runs of the same configuration, each its own resumable run directory."""
+    from ..backends.cache import CacheMode, ResponseCache
+    from ..backends.registry import make_backend
     from ..evaluation.reliability import reliability
+    from ..runs.runner import run_cases
     from .score import REPEAT_DIR
 
     if args.repeat_id != "0":

@@ -24,17 +24,18 @@ import math
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file
-from ..evaluation.forbidden import DispatchGate, ForbiddenCause
-from ..evaluation.metrics import Count, PairScores, Scores, flip_pairs, index_cases, score
-from ..review.dispatch import check_recorded_hashes, release_beside
 from ..store.assets import read_json
 from ..store.cases import Case, Split, load_cases
 from ..store.ledger import MANIFEST, PREDICTIONS, PredictionRow, read_predictions, write_json_atomic
 from .common import command, print_table
+
+if TYPE_CHECKING:
+    from ..evaluation.forbidden import DispatchGate
+    from ..evaluation.metrics import Count, PairScores, Scores
 
 #: The run directory of one repeat under ``run --repeats N --out OUT``.
 REPEAT_DIR = "repeat-{}"
@@ -50,9 +51,10 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--csv", type=Path, metavar="FILE", help="also write every metric to FILE (CSV, one row per split)")
 
 
-@command("score", "the paper's metrics for one ledger: exact match (Wilson 95%%), FD/FB with denominators, "
-         "object accuracy, FLIP pairs", _args)
+@command(_args)
 def score_command(args: argparse.Namespace) -> int:
+    from ..evaluation.metrics import index_cases
+    from ..review.dispatch import check_recorded_hashes, release_beside
 
     if not args.run_dir.is_dir():
         raise DataError(ErrorCode.FILE_NOT_FOUND, "a run directory", file=str(args.run_dir), field="RUN_DIR")
@@ -125,6 +127,7 @@ def _ledger_rows(run_dir: Path) -> tuple[Path, tuple[PredictionRow, ...]]:
 def _score_repeats(args: argparse.Namespace, predictions: Path, rows: Sequence[PredictionRow],
                    repeats: Sequence[str]) -> int:
     """Several repeats: each repeat's score, then mean accuracy, pass^k and consistency (τ-bench's pass^k)."""
+    from ..evaluation.metrics import index_cases
     from ..evaluation.reliability import reliability
 
     cases = load_cases(args.cases)
@@ -160,6 +163,8 @@ def score_report(rows: Sequence[PredictionRow], cases: Sequence[Case] | Mapping[
                  file: str | None = None, release: DispatchGate | None = None) -> dict[str, Any]:
     """``{"splits": {label: Scores}, "flip": PairScores | None, "incomplete_pairs": int}`` for one ledger
     (forbidden dispatches counted when ``release`` is given)."""
+    from ..evaluation.metrics import flip_pairs, index_cases, score
+
     index = index_cases(cases)
     try:
         by_split: dict[str, list[PredictionRow]] = {}
@@ -200,6 +205,8 @@ def summary_line(scores: Scores) -> str:
 
 def forbidden_line(scores: Scores) -> str | None:
     """``forbidden dispatch 2/200 (of 73 dispatched; state_gate 1, contract 1) · gold-based FD 1/126``."""
+    from ..evaluation.forbidden import ForbiddenCause
+
     if scores.forbidden_dispatch is None or scores.dispatched is None:
         return None
     causes = ", ".join(f"{c.value} {scores.forbidden_by_cause[c.value]}" for c in ForbiddenCause

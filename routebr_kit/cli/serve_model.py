@@ -36,8 +36,7 @@ def _stop_on_sigterm(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-@command("serve-model", "start llama.cpp's OpenAI-compatible server with a local model on 127.0.0.1 (no API key)",
-         _args)
+@command(_args)
 def serve_model(args: argparse.Namespace) -> int:
     if not 1 <= args.port <= 65535:
         raise DataError(ErrorCode.INVALID_VALUE, "a port in 1..65535", field="--port", got=args.port)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..review import AssetFiles, candidate_edit, load_review_source, parse_options, shadow_replay, write_shadow
-from ..review.release import state_schema_file
 from .common import command, print_table
+
+if TYPE_CHECKING:
+    from ..review import AssetFiles
 
 
 def add_source_args(p: argparse.ArgumentParser) -> None:
@@ -28,6 +30,8 @@ def add_source_args(p: argparse.ArgumentParser) -> None:
 
 def load_source(args: argparse.Namespace, *, details: bool) -> tuple[object, AssetFiles]:
     """The ledger set and the base release named by :func:`add_source_args` (``review.load_review_source``)."""
+    from ..review import load_review_source
+
     source = load_review_source(artifact=args.artifact, ledger=args.ledger, cases=args.cases,
                                 base_assets=args.base_assets, base_state_schema=args.base_state_schema,
                                 details=details)
@@ -53,8 +57,11 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="output folder (ledgers in the run layout)")
 
 
-@command("shadow", "replay recorded proposals under candidate assets/options (no model call)", _args)
+@command(_args)
 def shadow(args: argparse.Namespace) -> int:
+    from ..review import candidate_edit, parse_options, shadow_replay, write_shadow
+    from ..review.release import state_schema_file
+
     ledgers, base = load_source(args, details=False)
     edit = candidate_edit(base, args.candidate_assets, catalog=args.catalog, rules=args.rules,
                           registry=args.registry, prompts=args.prompts,

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..experiments.published import audit_results, read_published, scorecard
-from ..experiments.replication import LedgerOrigin, paper_tables, replay_artifact
-from ..notebook.outputs import Outputs
 from ..store.artifact import Artifact
 from .common import command, print_table
 
@@ -16,9 +13,11 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="directory for the tables (tables/*.csv, tables/*.md)")
 
 
-@command("tables", "recompute Tables IV-VI and the McNemar tests from an artifact and check every published value",
-         _args)
+@command(_args)
 def tables(args: argparse.Namespace) -> int:
+    from ..experiments.published import audit_results, read_published, scorecard
+    from ..experiments.replication import LedgerOrigin, paper_tables, replay_artifact
+    from ..notebook.outputs import Outputs
 
     artifact = Artifact(args.artifact)
     report = replay_artifact(artifact)

@@ -21,19 +21,7 @@ from typing import Any
 
 from ..core.controller import ControllerOptions
 from ..core.errors import DataError, ErrorCode
-from ..review.assets import AssetFiles
-from ..review.impact import artifact_asset_files
-from ..review.ledgers import load_ledgers, load_many
-from ..review.shadow import parse_options
 from ..store.assets import Assets, load_assets, load_state_schema
-from ..verify import (
-    coverage,
-    coverage_gate,
-    load_properties,
-    observations_from_ledgers,
-    semantic_diff,
-    verify_release,
-)
 from .common import command
 
 PASS, FAIL = 0, 1
@@ -65,6 +53,9 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 
 def _single_assets(args: argparse.Namespace) -> tuple[Assets, Any]:
+    from ..review.assets import AssetFiles
+    from ..review.impact import artifact_asset_files
+
     schema = load_state_schema(args.schema) if args.schema else None
     if args.catalog or args.rules:
         if not (args.catalog and args.rules):
@@ -80,6 +71,9 @@ def _single_assets(args: argparse.Namespace) -> tuple[Assets, Any]:
 
 
 def _observations(args: argparse.Namespace) -> tuple:
+    from ..review.ledgers import load_ledgers, load_many
+    from ..verify import observations_from_ledgers
+
     if args.artifact is not None:
         return observations_from_ledgers(load_ledgers(args.artifact, details=False))
     if args.ledger:
@@ -96,11 +90,15 @@ def _write(path: Path | None, doc: dict[str, Any]) -> None:
 
 
 def _options(args: argparse.Namespace) -> ControllerOptions:
+    from ..review.shadow import parse_options
+
     return ControllerOptions(**parse_options(args.options))
 
 
-@command("verify", "exhaustive policy analysis: regions, findings, properties, base/candidate diff, coverage", _args)
+@command(_args)
 def verify(args: argparse.Namespace) -> int:
+    from ..verify import load_properties, verify_release
+
     if args.base or args.candidate:
         return _diff(args)
     if args.coverage:
@@ -116,6 +114,9 @@ def verify(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
+    from ..review.assets import AssetFiles
+    from ..verify import semantic_diff
+
     if not (args.base and args.candidate):
         raise DataError(ErrorCode.EMPTY_VALUE, "--base DIR and --candidate DIR together", field="candidate")
     base = AssetFiles.from_dir(args.base)
@@ -132,6 +133,9 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _coverage(args: argparse.Namespace) -> int:
+    from ..review.assets import AssetFiles
+    from ..verify import coverage, coverage_gate
+
     observations = _observations(args)
     if not observations:
         raise DataError(ErrorCode.EMPTY_VALUE, "recorded traffic: --artifact DIR or --ledger RUN ... --cases FILE",
