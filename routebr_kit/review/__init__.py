@@ -54,9 +54,3 @@ __all__ = ["CHANGED_COLUMNS", "DEFAULT_GATE", "METRICS", "PAPER_SLICES", "Affect
            "load_many", "load_review_source", "markdown", "parse_options", "prompts_with_line", "registry_without",
            "release_review", "rules_csv", "shadow_ledgers", "shadow_replay", "split_table", "text_table",
            "write_release", "write_shadow"]
-
-#: Loaded on first use: the grouped replay needs numpy, which nothing else here does (``routebr-kit CMD --help``
-#: reads the default gate from :mod:`.gate` and should not pay for it).
-_LAZY: dict[str, str] = {"ColumnarLedger": "fast", "GroupedDecisions": "fast", "grouped_decide": "fast"}
-
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
