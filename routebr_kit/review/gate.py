@@ -247,3 +247,49 @@ def default_gate(*, replay: bool, identical: bool | None = None, differs: bool =
 
 __all__ = ["DEFAULT_GATE", "METRICS", "OPERATORS", "RERUN_GATE", "Criterion", "CriterionResult", "Gate", "GateResult",
            "default_gate", "parse_criterion"]
+
+
+def choose_gate(gate: Gate | None, base: Any, candidate: Any, report: DiffReport, *, replay: bool,
+                allow_widening: Sequence[str] = ()) -> tuple[Gate, Any]:
+    """The gate for two ledger sets and the exact verifier's check (issue 31): the manifests' asset hashes decide.
+    Identical releases: the re-run gate (or ``gate``); otherwise the release gate (or ``gate``) plus
+    ``widening <= 0`` from the semantic diff of the two releases (resolved from an artifact or a shadow output; a
+    run directory records only hashes — the widening criterion then fails, naming why).  Returns the gate and the
+    :class:`~routebr_kit.verify.releases.ReleaseCheck`."""
+    from ..core.errors import KitError
+    from ..verify import observations_from_ledgers
+    from ..verify.releases import (
+        DECISION_ASSETS,
+        assets_hashes,
+        differing_assets,
+        manifest_hashes,
+        release_assets,
+        release_check,
+    )
+
+    def resolve(root: str) -> Any:
+        try:
+            return release_assets(root)
+        except (KitError, OSError):
+            return None
+
+    a, b = resolve(report.base_root), resolve(report.candidate_root)
+    hb = manifest_hashes(base) or (assets_hashes(a) if a is not None else None)
+    hc = manifest_hashes(candidate) or (assets_hashes(b) if b is not None else None)
+    every = (*DECISION_ASSETS, "prompts", "profile")
+    all_differ = differing_assets(hb, hc, every)
+    identical = None if all_differ is None else not all_differ
+    differs = differing_assets(hb, hc)
+    unknown = differs is None
+    chosen = gate if gate is not None else default_gate(replay=replay, identical=identical,
+                                                       differs=unknown or bool(differs))
+    if unknown or differs:
+        chosen = chosen.with_widening()
+        check = release_check(a, b, observations=observations_from_ledgers(base), allow_widening=allow_widening,
+                              differs=differs or ("release (no recorded hashes)",))
+    else:
+        check = release_check(None, None, differs=())
+    return chosen, check
+
+
+__all__ += ["choose_gate"]
