@@ -254,7 +254,8 @@ def choose_gate(gate: Gate | None, base: Any, candidate: Any, report: DiffReport
     """The gate for two ledger sets and the exact verifier's check (issue 31): the manifests' asset hashes decide.
     Identical releases: the re-run gate (or ``gate``); otherwise the release gate (or ``gate``) plus
     ``widening <= 0`` from the semantic diff of the two releases (resolved from an artifact or a shadow output; a
-    run directory records only hashes — the widening criterion then fails, naming why).  Returns the gate and the
+    run directory records only hashes — the widening criterion then fails, naming why; when neither side records
+    any hash, nothing is known to differ and the gate is chosen as before).  Returns the gate and the
     :class:`~routebr_kit.verify.releases.ReleaseCheck`."""
     from ..core.errors import KitError
     from ..verify import observations_from_ledgers
@@ -276,6 +277,8 @@ def choose_gate(gate: Gate | None, base: Any, candidate: Any, report: DiffReport
     a, b = resolve(report.base_root), resolve(report.candidate_root)
     hb = manifest_hashes(base) or (assets_hashes(a) if a is not None else None)
     hc = manifest_hashes(candidate) or (assets_hashes(b) if b is not None else None)
+    if hb is None and hc is None:  # neither side records its release (published-layout run folders): as before
+        return (gate if gate is not None else default_gate(replay=replay)), release_check(None, None, differs=())
     every = (*DECISION_ASSETS, "prompts", "profile")
     all_differ = differing_assets(hb, hc, every)
     identical = None if all_differ is None else not all_differ
