@@ -28,6 +28,7 @@ from routebr_kit.verify.synthetic import CATALOG, REGISTRY
 ARTIFACT = Path("/work/shared/routebr_artifact")
 FIELDS = ("p", "q")
 EXTRA = "x"  # a field no rule tests; some schemas declare it, some recorded states carry it
+OTHER = "y"  # a field no rule tests, no schema declares and no recorded state carries
 NUMBERS, STRINGS = (0, 1), ("a", "b")
 #: The oracle's values per field and type: every class the generated literals can tell apart (below, at, between
 #: and above each literal), the absent field and a value of no scalar type.  A type no rule or schema of either
@@ -37,7 +38,7 @@ BY_TYPE = {"boolean": (False, True), "null": (None,), "number": (-1, 0, 0.5, 1, 
 ONE = {"boolean": (False,), "null": (None,), "number": (0.5,), "string": ("c",)}
 ENTITIES = tuple(REGISTRY) + (Entity("OTHER:1", "COMMODITY", "other"),)
 OBJECTS = (*(e.object_id for e in ENTITIES), "UNRESOLVED", "NONE")
-CASES = int(os.environ.get("VERIFY_SCHEMA_CASES", "40"))
+CASES = int(os.environ.get("VERIFY_SCHEMA_CASES", "30"))
 
 
 def _literal(rng: random.Random, kind: str) -> object:
@@ -195,7 +196,7 @@ def test_the_relation_matches_a_brute_force_oracle_over_programs_and_schemas():
     for n, base, cand, recorded in _cases(CASES):
         observations = [Observation("t", "MAIN", "c", {EXTRA: 1, "p": 0}, CATALOG.ids[0], "ETF")] if recorded else []
         diff = semantic_diff(CATALOG, base, CATALOG, cand, REGISTRY, REGISTRY, observations=observations)
-        values = {name: _values((base, cand), name) for name in (*FIELDS, EXTRA)}
+        values = {name: _values((base, cand), name) for name in (*FIELDS, EXTRA)} | {OTHER: (MISSING, 1)}
         b, c = _dispatch_sets(base, values), _dispatch_sets(cand, values)
         closed += not (base.state_schema.additional_fields and cand.state_schema.additional_fields)
         for a in diff.actions:
