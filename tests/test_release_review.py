@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -73,7 +74,7 @@ def test_release_review_is_the_chain_of_the_four_steps(published, r065, r065_rev
     edit = compare_assets(base, r065)
     shadow = shadow_replay(ledgers, edit)
     report = diff_ledgers(ledgers, shadow_ledgers(shadow))
-    verdict = Gate.parse(DEFAULT_GATE).evaluate(report)
+    verdict = Gate.parse(DEFAULT_GATE + ", widening <= 0").evaluate(report, (edit.base_assets, edit.candidate_assets))
     review = r065_review
     assert isinstance(review, Review) and dataclasses.is_dataclass(review)
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -106,7 +107,7 @@ def test_lines_hold_every_part_and_the_verdict_last(r065_review):
     text = "\n".join(lines)
     assert "rules changed: R065" in text and "shadow replay: 1960 rows" in text
     assert diff_sentence(r065_review.diff) in lines
-    assert "... and" in text and lines[-1] == "gate FAILED (default gate)"
+    assert "... and" in text and lines[-1] == "gate FAILED (default gate + widening)"
     doc = json.loads(json.dumps(r065_review.as_dict()))
     assert doc["summary"]["changed"] == len(doc["diff"]["changed"]) and doc["gate"]["passed"] is False
 
@@ -267,3 +268,24 @@ def test_review_command_on_run_directories_matches_the_function(kit_run, tmp_pat
     expected = release_review(base, candidate, load_ledgers(root / "run", cases=cases_path))
     assert doc["summary"] == expected.summary() and status == (0 if expected.passed else 1)
     assert diff_sentence(expected.diff) in capsys.readouterr().out
+
+
+def test_a_loosening_no_recorded_row_sees_fails_the_default_gate_with_its_witness_and_coverage(tmp_path, capsys):
+    """Issue 31: R070 no longer applying to A1_ADVISORY changes no recorded row (shadow replay: 0 changed), yet the
+    candidate dispatches A1_ADVISORY on stale context: the default gate's widening criterion fails, exit 1."""
+    from routebr_kit.cli.main import main
+
+    artifact = Path("/work/shared/routebr_artifact")
+    cand = tmp_path / "cand"
+    cand.mkdir()
+    text = (artifact / "data" / "boundary_rules.csv").read_text(encoding="utf-8")
+    assert "R070,80,A1_ADVISORY|" in text
+    (cand / "boundary_rules.csv").write_text(text.replace("R070,80,A1_ADVISORY|", "R070,80,"), encoding="utf-8")
+    assert main(["review", "--candidate-assets", str(cand), "--artifact", str(artifact)]) == 1
+    out = capsys.readouterr().out
+    assert "0 changed" in out and "A1_ADVISORY: WIDENING" in out
+    assert "CLARIFY (BOUNDARY_TERMINAL, R070) -> DISPATCH (DISPATCH_OK, R999) [confirmed by replay]" in out
+    assert "changed states seen by the recorded traffic: 0 of 4" in out
+    assert "FAIL widening <= 0 (measured 1)" in out and "gate FAILED (default gate + widening)" in out
+    assert main(["review", "--candidate-assets", str(cand), "--artifact", str(artifact),
+                 "--allow-widening", "A1_ADVISORY"]) == 0

@@ -187,14 +187,44 @@ def test_without_a_gate_a_replay_is_judged_by_the_default_gate_and_a_re_run_by_t
     from routebr_kit.review.gate import DEFAULT_GATE, RERUN_GATE, Gate
 
     replay = build_report(load_source(shadow_out), base=load_source(routebr_artifact), written_utc="")
-    assert replay.diff["gate"]["source"] == "default gate"
-    assert replay.diff["gate"]["lines"][:-1] == Gate.parse(DEFAULT_GATE).evaluate(
+    # the shadow output's rules differ from the artifact's: the release gate plus the exact verifier's widening
+    assert replay.diff["gate"]["source"] == "default gate + widening"
+    expected = Gate.parse(DEFAULT_GATE + ", widening <= 0").evaluate(
         diff_ledgers(load_ledgers(routebr_artifact), load_ledgers(shadow_out))).lines()[:-1]
+    assert replay.diff["gate"]["lines"][-len(expected) - 1:-1] == expected
+    assert any(line.strip().startswith("changed states seen by the recorded traffic:")
+               for line in replay.diff["gate"]["lines"])
     run = load_source(sim_run[0], cases=sim_run[1])
     rerun = build_report(run, base=run, written_utc="")  # two runs (here the same folder): proposals were drawn
     assert rerun.diff["gate"]["source"] == "re-run gate"
     assert [line.split(" (")[0] for line in rerun.diff["gate"]["lines"][:-1]] == \
         [f"PASS {c.strip()}" for c in RERUN_GATE.split(",")]
+
+
+def test_two_live_runs_of_different_rules_are_not_judged_by_the_re_run_gate(sim_run, tmp_path):
+    """Issue 31: the manifests' asset hashes choose the gate; a rules change is never a mere re-run, and the
+    widening criterion fails when the run folders' releases cannot be resolved (they record only hashes)."""
+    import shutil
+
+    from routebr_kit.review.assets import AssetFiles
+
+    cases = Path(sim_run[1])
+    folder = tmp_path / "assets"
+    shutil.copytree(cases.parent, folder)
+    rules = folder / "boundary_rules.csv"
+    rules.write_text(rules.read_text(encoding="utf-8").replace("R070,80,A1_ADVISORY|", "R070,80,"), encoding="utf-8")
+    sha = AssetFiles.from_dir(folder).load().policy.sha256
+    other = tmp_path / "other"
+    shutil.copytree(sim_run[0], other)
+    for manifest in other.rglob("run_manifest.json"):
+        doc = json.loads(manifest.read_text())
+        doc["hashes"]["rules"] = sha
+        manifest.write_text(json.dumps(doc))
+    data = build_report(load_source(other, cases=folder / cases.name), base=load_source(sim_run[0], cases=cases),
+                        written_utc="")
+    gate = data.diff["gate"]
+    assert gate["source"] == "default gate + widening" and not gate["passed"]
+    assert "FAIL widening <= 0 (not measured: the releases are not known)" in gate["lines"]
 
 
 def test_the_diff_is_the_review_diff(shadow_out, routebr_artifact, tmp_path):

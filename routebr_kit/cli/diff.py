@@ -28,6 +28,8 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--state-schema", type=Path, default=None,
                    help="run directories made with `run --state-schema FILE`: that FILE (the release their forbidden "
                         "dispatches are judged under; checked against each manifest's recorded hash)")
+    p.add_argument("--allow-widening", action="append", default=[], metavar="ACTION",
+                   help="an action whose dispatch set may widen (repeatable; the sides' releases differ)")
     p.add_argument("--json", type=Path, default=None, help="write the full report as JSON")
     p.add_argument("--md", type=Path, default=None, help="write a Markdown report")
     p.add_argument("--show", type=int, default=20, help="changed rows to print (default 20)")
@@ -64,7 +66,19 @@ def diff(args: argparse.Namespace) -> int:
         for reason in exc.reasons:
             print(f"  - {reason}", file=sys.stderr)
         return NOT_COMPARABLE
-    verdict = gate.evaluate(report) if gate else None
+    from ..review.gate import choose_gate
+
+    # whenever the sides' rules, catalog, registry or state schema differ (or are unknown), the exact semantic diff
+    # runs and the gate (the given one, or none) gains widening <= 0
+    chosen, release = choose_gate(gate, base, candidate, report, replay=True, allow_widening=args.allow_widening)
+    if gate is None and release.differs:
+        gate = Gate(tuple(c for c in chosen.criteria if c.metric == "widening"), "widening")
+    elif gate is not None:
+        gate = chosen
+    values = {"widening": release.widening} if release.differs else None
+    verdict = gate.evaluate(report, release_values=values) if gate else None
+    for line in release.lines():
+        print(line)
     print_table(split_table(report))
     print(f"\n{diff_sentence(report)}")
     rows = [c.as_dict() for c in report.changed[:args.show]]

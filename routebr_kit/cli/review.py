@@ -34,7 +34,11 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-state-schema", type=Path, default=None,
                    help="the runtime-state schema file the runs used (`run --state-schema`; default: "
                         "state_schema.json in the base assets, else the schema derived from the rules)")
-    p.add_argument("--gate", default=None, metavar="FILE|SPEC", help=f"the release gate (default: {DEFAULT_GATE})")
+    p.add_argument("--gate", default=None, metavar="FILE|SPEC",
+                   help=f"the release gate (default: {DEFAULT_GATE}; plus 'widening <= 0' from the exact semantic "
+                        "diff whenever rules, catalog, registry or state schema differ)")
+    p.add_argument("--allow-widening", action="append", default=[], metavar="ACTION",
+                   help="an action whose dispatch set may widen (repeatable)")
     p.add_argument("--options", nargs="*", default=(), metavar="NAME=VALUE",
                    help="candidate controller options: fallback=CLARIFY|DEFER|HANDOFF|REJECT, enforce_state=, "
                         "enable_grounding=, repair= (true/false)")
@@ -53,7 +57,8 @@ def review(args: argparse.Namespace) -> int:
     source = load_review_source(artifact=args.artifact, ledger=args.ledger, cases=args.cases,
                                 base_assets=args.base_assets, base_state_schema=args.base_state_schema,
                                 details=True)
-    result = release_review(source.base, args.candidate_assets, source.ledgers, args.gate, options=args.options)
+    result = release_review(source.base, args.candidate_assets, source.ledgers, args.gate, options=args.options,
+                            allow_widening=args.allow_widening)
     for line in result.lines(show=args.show):
         print(line)
     if args.json:
@@ -70,7 +75,7 @@ def review(args: argparse.Namespace) -> int:
         words = ["routebr-kit", "report", str(args.out), "--base", str(args.artifact or args.ledger[0])]
         if args.cases:
             words += ["--cases", str(args.cases)]
-        words += ["--gate", str(args.gate or DEFAULT_GATE)]
+        words += ["--gate", str(args.gate or ", ".join(str(r.criterion) for r in result.gate.results))]
         print(f"report: {shlex.join(words)}  (changed cases side by side, with the gate)")
     else:
         print("report: add --out DIR to write the shadow ledgers, then `routebr-kit report DIR --base ...`")

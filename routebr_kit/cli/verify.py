@@ -32,7 +32,8 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rules", type=Path, help="boundary rules CSV")
     p.add_argument("--registry", type=Path, help="entity registry CSV (witness objects come from it)")
     p.add_argument("--schema", type=Path, help="runtime-state schema JSON (overrides the derived one field by field)")
-    p.add_argument("--assets", type=Path, help="an asset directory (catalog.csv, boundary_rules.csv, registry)")
+    p.add_argument("--assets", type=Path, help="an asset directory (catalog.csv, boundary_rules.csv, registry, "
+                   "state_schema.json)")
     p.add_argument("--artifact", type=Path, help="the published artifact: its assets and, for --base/--candidate "
                    "and --coverage, its recorded traffic")
     p.add_argument("--ledger", type=Path, nargs="+", help="run directories whose recorded traffic to use")
@@ -67,7 +68,11 @@ def _single_assets(args: argparse.Namespace) -> tuple[Assets, Any]:
         files = artifact_asset_files(args.artifact)
     else:
         raise DataError(ErrorCode.EMPTY_VALUE, "--catalog/--rules, --assets DIR or --artifact DIR", field="rules")
-    return load_assets(files.catalog, files.rules, files.registry, args.schema), schema
+    # the folder's own state_schema.json, like every other command (--schema overrides it)
+    schema_file = args.schema if args.schema else files.state_schema
+    if schema is None and schema_file is not None:
+        schema = load_state_schema(schema_file)
+    return load_assets(files.catalog, files.rules, files.registry, schema_file), schema
 
 
 def _observations(args: argparse.Namespace) -> tuple:

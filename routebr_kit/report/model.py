@@ -24,7 +24,7 @@ from typing import Any
 from .. import __version__
 from ..evaluation.metrics import Count, calls_of, flip_pairs, score
 from ..review.diff import ChangedRow, DiffReport, diff_ledgers, split_table
-from ..review.gate import Gate, default_gate
+from ..review.gate import Gate, choose_gate
 from ..review.ledgers import LedgerTask, RowKey
 from ..store.cases import Case, Split
 from ..store.files import parse_json
@@ -182,12 +182,16 @@ def header(source: ReportSource, written_utc: str, base: ReportSource | None = N
 # --------------------------------------------------------------------------------------------- diff
 
 
-def diff_view(report: DiffReport, gate: Gate) -> dict[str, Any]:
-    verdict = gate.evaluate(report)
+def diff_view(report: DiffReport, gate: Gate, release: Any = None) -> dict[str, Any]:
+    """``release``: the exact verifier's check (:func:`~routebr_kit.review.gate.choose_gate`), whose lines
+    (witnesses, coverage) precede the gate's."""
+    values = None if release is None or not release.differs else {"widening": release.widening}
+    verdict = gate.evaluate(report, release_values=values)
     m = report.metrics()
+    extra = [] if release is None else release.lines()
     return {"base": report.base_root, "candidate": report.candidate_root, "rows": report.rows,
             "changed": len(report.changed), "metrics": m, "split_table": split_table(report),
-            "gate": {"passed": verdict.passed, "source": verdict.source, "lines": verdict.lines()}}
+            "gate": {"passed": verdict.passed, "source": verdict.source, "lines": [*extra, *verdict.lines()]}}
 
 
 # --------------------------------------------------------------------------------------------- explorer
@@ -284,7 +288,10 @@ def build_report(source: ReportSource, *, base: ReportSource | None = None, gate
     }
     cards = [card for t in source.tasks.values() for card in scorecard(t)]
     replay = source.kind is SourceKind.SHADOW  # a shadow output replays recorded proposals; anything else redrew them
-    view = diff_view(diff, gate or default_gate(replay=replay)) if diff is not None else None
+    view = None
+    if diff is not None and base is not None:
+        chosen, release = choose_gate(gate, base.ledgers, source.ledgers, diff, replay=replay)
+        view = diff_view(diff, chosen, release)
     notebooks = [{"name": n.name, "status": n.status, "seconds": n.seconds, "executed": n.executed,
                   "error": n.error} for n in source.notebooks]
     return ReportData(header(source, written_utc, base), cards, view, explorer, chunks, base_chunks, case_chunk,

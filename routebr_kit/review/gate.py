@@ -94,6 +94,8 @@ class CriterionResult:
 
     def line(self) -> str:
         shown = f"{self.value:.3f}pp" if self.criterion.unit == "pp" else f"{self.value:g}"
+        if math.isnan(self.value):
+            return f"FAIL {self.criterion} (not measured: the releases are not known)"
         return f"{'PASS' if self.passed else 'FAIL'} {self.criterion} (measured {shown})"
 
     def as_dict(self) -> dict[str, Any]:
@@ -194,32 +196,103 @@ class Gate:
             return cls.load(value)
         return cls.parse(value)
 
-    def evaluate(self, report: DiffReport, releases: Any = None) -> GateResult:
+    def evaluate(self, report: DiffReport, releases: Any = None, *,
+                 release_values: Mapping[str, float] | None = None) -> GateResult:
         """``releases``: the (base, candidate) :class:`~routebr_kit.store.assets.Assets` for release metrics
-        (``widening``); by default resolved from the report's ledger roots."""
+        (``widening``); by default resolved from the report's ledger roots.  ``release_values``: those metrics
+        already computed (:class:`~routebr_kit.verify.releases.ReleaseCheck`); a NaN value (the releases could not
+        be resolved) fails its criterion."""
         results = []
         from ..verify.releases import RELEASE_METRICS, release_metrics
-        release = (release_metrics(report.base_root, report.candidate_root, releases)
-                   if any(c.metric in RELEASE_METRICS for c in self.criteria) else {})
+        if release_values is not None:
+            release: Mapping[str, float] = release_values
+        else:
+            release = (release_metrics(report.base_root, report.candidate_root, releases)
+                       if any(c.metric in RELEASE_METRICS for c in self.criteria) else {})
         for c in self.criteria:
             value = float(release[c.metric] if c.metric in RELEASE_METRICS else report.metrics(c.split)[c.metric])
-            results.append(CriterionResult(c, value, OPERATORS[c.op](value, c.threshold)))
+            passed = not math.isnan(value) and OPERATORS[c.op](value, c.threshold)
+            results.append(CriterionResult(c, value, passed))
         return GateResult(tuple(results), self.source)
+
+    def with_widening(self) -> Gate:
+        """This gate plus ``widening <= 0`` (unless it already reads ``widening``)."""
+        if any(c.metric == "widening" for c in self.criteria):
+            return self
+        return Gate((*self.criteria, parse_criterion("widening <= 0")), f"{self.source} + widening")
 
     def __str__(self) -> str:
         return ", ".join(str(c) for c in self.criteria)
 
 
-def default_gate(*, replay: bool) -> Gate:
-    """The gate to judge a candidate by when none is given: :data:`DEFAULT_GATE` for an offline **replay** of the
-    base's own recorded proposals (a ``shadow`` output: nothing is redrawn, so an unchanged release replays
-    identically and the thresholds are exact — no false alarm), :data:`RERUN_GATE` for anything else (two runs that
-    each drew their proposals: the thresholds of :data:`DEFAULT_GATE` alarm on about half of unchanged re-runs —
-    notebook 10 measures it — while the re-run gate's A/A false-alarm rate is within 5%)."""
-    if replay:
-        return Gate.parse(DEFAULT_GATE, source="default gate")
-    return Gate.parse(RERUN_GATE, source="re-run gate")
+def default_gate(*, replay: bool, identical: bool | None = None, differs: bool = False) -> Gate:
+    """The gate to judge a candidate by when none is given (issue 31: the exact verifier in every default gate).
+
+    ``identical``: whether the two sides' manifests record the same release (every asset hash); ``differs``: whether
+    a decision asset (rules, catalog, registry, state schema) differs.  The **re-run gate** (:data:`RERUN_GATE`)
+    only for two runs that each drew their proposals of one and the same release (the difference is chance: the
+    thresholds of :data:`DEFAULT_GATE` alarm on about half of unchanged re-runs — notebook 10 measures it — while
+    the re-run gate's A/A false-alarm rate is within 5%).  Otherwise the release gate :data:`DEFAULT_GATE` — exact
+    for an offline **replay** of recorded proposals (a ``shadow`` output) — plus ``widening <= 0`` when a decision
+    asset differs or the release is not known.  ``identical=None`` (no manifest hashes): a replay takes the
+    release gate, a re-run the re-run gate plus ``widening <= 0``."""
+    if identical is None:
+        gate = Gate.parse(DEFAULT_GATE if replay else RERUN_GATE, source="default gate" if replay else "re-run gate")
+        return gate.with_widening() if differs else gate
+    if identical and not replay:
+        return Gate.parse(RERUN_GATE, source="re-run gate")
+    gate = Gate.parse(DEFAULT_GATE, source="default gate")
+    return gate.with_widening() if differs else gate
 
 
 __all__ = ["DEFAULT_GATE", "METRICS", "OPERATORS", "RERUN_GATE", "Criterion", "CriterionResult", "Gate", "GateResult",
            "default_gate", "parse_criterion"]
+
+
+def choose_gate(gate: Gate | None, base: Any, candidate: Any, report: DiffReport, *, replay: bool,
+                allow_widening: Sequence[str] = ()) -> tuple[Gate, Any]:
+    """The gate for two ledger sets and the exact verifier's check (issue 31): the manifests' asset hashes decide.
+    Identical releases: the re-run gate (or ``gate``); otherwise the release gate (or ``gate``) plus
+    ``widening <= 0`` from the semantic diff of the two releases (resolved from an artifact or a shadow output; a
+    run directory records only hashes — the widening criterion then fails, naming why; when neither side records
+    any hash, nothing is known to differ and the gate is chosen as before).  Returns the gate and the
+    :class:`~routebr_kit.verify.releases.ReleaseCheck`."""
+    from ..core.errors import KitError
+    from ..verify import observations_from_ledgers
+    from ..verify.releases import (
+        DECISION_ASSETS,
+        assets_hashes,
+        differing_assets,
+        manifest_hashes,
+        release_assets,
+        release_check,
+    )
+
+    def resolve(root: str) -> Any:
+        try:
+            return release_assets(root)
+        except (KitError, OSError):
+            return None
+
+    a, b = resolve(report.base_root), resolve(report.candidate_root)
+    hb = manifest_hashes(base) or (assets_hashes(a) if a is not None else None)
+    hc = manifest_hashes(candidate) or (assets_hashes(b) if b is not None else None)
+    if hb is None and hc is None:  # neither side records its release (published-layout run folders): as before
+        return (gate if gate is not None else default_gate(replay=replay)), release_check(None, None, differs=())
+    every = (*DECISION_ASSETS, "prompts", "profile")
+    all_differ = differing_assets(hb, hc, every)
+    identical = None if all_differ is None else not all_differ
+    differs = differing_assets(hb, hc)
+    unknown = differs is None
+    chosen = gate if gate is not None else default_gate(replay=replay, identical=identical,
+                                                       differs=unknown or bool(differs))
+    if unknown or differs:
+        chosen = chosen.with_widening()
+        check = release_check(a, b, observations=observations_from_ledgers(base), allow_widening=allow_widening,
+                              differs=differs or ("release (no recorded hashes)",))
+    else:
+        check = release_check(None, None, differs=())
+    return chosen, check
+
+
+__all__ += ["choose_gate"]

@@ -152,6 +152,7 @@ class Review:
     diff: DiffReport
     gate: GateResult
     label: str = ""
+    release: Any = None  # the exact verifier's check (routebr_kit.verify.releases.ReleaseCheck)
 
     @property
     def passed(self) -> bool:
@@ -159,7 +160,12 @@ class Review:
 
     def with_gate(self, gate: Gate | str | Path | None) -> Review:
         """The same review judged by another gate (no replay: the gate reads the diff already made)."""
-        verdict = _gate(gate).evaluate(self.diff, (self.edit.base_assets, self.edit.candidate_assets))
+        chosen = _gate(gate)
+        if self.release is not None and self.release.differs:
+            chosen = chosen.with_widening()
+        verdict = chosen.evaluate(self.diff, (self.edit.base_assets, self.edit.candidate_assets),
+                                  release_values=None if self.release is None else
+                                  {"widening": self.release.widening})
         return replace(self, gate=verdict)
 
     def metrics(self, split: str | None = None) -> dict[str, float]:
@@ -198,19 +204,22 @@ class Review:
             out += ["", *text_table(rows, CHANGED_COLUMNS)]
             if len(self.diff.changed) > show:
                 out.append(f"... and {len(self.diff.changed) - show} more (--json for all)")
-        return [*out, "", *self.gate.lines()]
+        release = [] if self.release is None else self.release.lines()
+        return [*out, *([""] if release else []), *release, "", *self.gate.lines()]
 
     def as_dict(self) -> dict[str, Any]:
         return {"label": self.label, "summary": self.summary(), "impact": self.impact.as_dict(),
                 "shadow": {"rows": self.shadow.rows, "changed_decisions": self.shadow.changed,
                            "needs_live_rerun": self.shadow.needs_live_rerun, "model_calls": 0,
                            "tasks": self.shadow.summary()},
-                "diff": self.diff.as_dict(), "gate": self.gate.as_dict()}
+                "diff": self.diff.as_dict(), "gate": self.gate.as_dict(),
+                "release": None if self.release is None else self.release.as_dict()}
 
 
 def release_review(base: AssetFiles | str | Path, candidate: AssetFiles | AssetEdit | str | Path,
                    ledgers: LedgerSet | str | Path, gate: Gate | str | Path | None = None, *,
-                   options: Sequence[str] | Mapping[str, Any] | None = None, label: str = "") -> Review:
+                   options: Sequence[str] | Mapping[str, Any] | None = None, label: str = "",
+                   allow_widening: Sequence[str] = ()) -> Review:
     """Review ``candidate`` against ``base`` on the recorded ``ledgers``, with no model call.
 
     * ``base`` — the released assets (:class:`AssetFiles` or a directory);
@@ -219,7 +228,12 @@ def release_review(base: AssetFiles | str | Path, candidate: AssetFiles | AssetE
     * ``ledgers`` — a :class:`LedgerSet` loaded with details, or a path :func:`load_ledgers` reads (an artifact, a
       run directory or a shadow output);
     * ``gate`` — a :class:`Gate`, an inline spec or a JSON/YAML file; ``None`` is :data:`DEFAULT_GATE`;
-    * ``options`` — controller option overrides for the candidate (``["fallback=DEFER"]``, see ``parse_options``).
+    * ``options`` — controller option overrides for the candidate (``["fallback=DEFER"]``, see ``parse_options``);
+    * ``allow_widening`` — actions whose dispatch set may widen.
+
+    Whenever the two releases' rules, catalog, registry or state schema differ, the exact semantic diff
+    (:func:`~routebr_kit.verify.releases.release_check`) runs and the gate gains ``widening <= 0``: shadow replay
+    sees only the recorded states, the verifier every state.
 
     Typed errors (:class:`~routebr_kit.core.errors.DataError`, :class:`~routebr_kit.review.diff.NotComparable`) are
     raised, never swallowed.
@@ -238,8 +252,14 @@ def release_review(base: AssetFiles | str | Path, candidate: AssetFiles | AssetE
     selection = impact(edit, recorded, overrides, replay=replay)
     shadow = shadow_replay(recorded, edit, overrides, replay=replay)
     report = diff_ledgers(recorded, shadow_ledgers(shadow))
-    verdict = chosen_gate.evaluate(report, (edit.base_assets, edit.candidate_assets))
-    return Review(edit, selection, shadow, report, verdict, label)
+    from ..verify import observations_from_ledgers
+    from ..verify.releases import release_check
+    check = release_check(edit.base_assets, edit.candidate_assets, observations=observations_from_ledgers(recorded),
+                          allow_widening=allow_widening)
+    if check.differs:
+        chosen_gate = chosen_gate.with_widening()
+    verdict = chosen_gate.evaluate(report, release_values={"widening": check.widening})
+    return Review(edit, selection, shadow, report, verdict, label, check)
 
 
 # --------------------------------------------------------------------------------------------- rendering

@@ -153,6 +153,7 @@ class VerifyReport:
     rules: tuple[RuleFinding, ...]
     properties: tuple[PropertyResult, ...] = ()
     diagram_nodes: int = 0
+    closed: bool = False  # the schema has additional_fields: false (a state carrying any other field fails closed)
 
     @property
     def passed(self) -> bool:
@@ -180,7 +181,8 @@ class VerifyReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": "routebr-verify/v1", "rules_sha256": self.rules_sha256, "catalog_sha256": self.catalog_sha256,
-                "fallback": self.fallback.value, "fields": list(self.fields), "states_total": self.states_total,
+                "fallback": self.fallback.value, "fields": list(self.fields), "closed_schema": self.closed,
+                "states_total": self.states_total,
                 "regions_total": self.regions_total, "findings": self.findings(),
                 "actions": [a.as_dict() for a in self.actions], "rules": [r.as_dict() for r in self.rules],
                 "properties": [p.as_dict() for p in self.properties], "passed": self.passed}
@@ -189,7 +191,12 @@ class VerifyReport:
         states = "unbounded" if self.states_total is None else f"{self.states_total:,}"
         out = [f"state space: {len(self.fields)} fields ({', '.join(self.fields)}); states_total {states}; "
                f"regions_total {self.regions_total} ((action, winning rule) regions, and per action the states that "
-               f"break the schema, ending in {self.fallback.value})", ""]
+               f"break the schema, ending in {self.fallback.value})"]
+        if self.closed:
+            out.append("closed schema (additional_fields: false): a state carrying any field but these fails closed "
+                       f"({self.fallback.value}, FAIL_CLOSED_INVALID_STATE) for every action; the formulas below are "
+                       "over the states that carry no other field")
+        out.append("")
         for a in self.actions:
             count = "unbounded" if a.dispatch_states is None else f"{a.dispatch_states:,} states"
             out.append(f"{a.action_id} dispatches ({a.object_label}) iff {a.dispatch_formula}   [{count}]"
@@ -285,7 +292,8 @@ def verify_release(catalog: Catalog, policy: PolicyEngine, registry: Registry | 
     results = tuple(check_property(release, p, classes) for p in properties)
     fields = tuple(f.name for f in policy.state_schema.fields)
     return VerifyReport(policy.sha256, catalog.sha256, release.options.fallback, fields, _states_total(release),
-                        regions_total, tuple(actions), rules, results, nodes)
+                        regions_total, tuple(actions), rules, results, nodes,
+                        not policy.state_schema.additional_fields)
 
 
 def _action_report(release: Release, action: str, classes: Sequence[ObjectClass],

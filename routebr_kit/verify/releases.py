@@ -8,14 +8,16 @@ only their assets' hashes, so they cannot be resolved: the gate then fails loudl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import DataError, ErrorCode
 from ..store.artifact import Artifact, is_artifact_dir
 from ..store.assets import Assets, load_assets, read_json
-from .semdiff import semantic_diff
+from .semdiff import SemanticDiff, semantic_diff
 
 #: Gate metrics computed from the two releases rather than from the paired rows.
 RELEASE_METRICS = ("widening",)
@@ -49,3 +51,98 @@ def release_metrics(base_root: str | Path, candidate_root: str | Path,
 
 
 __all__ = ["RELEASE_METRICS", "release_assets", "release_metrics"]
+
+
+# --------------------------------------------------------------------------------------------- the default gates
+
+#: The assets whose change can change a controller decision: the semantic diff runs whenever one of them differs.
+DECISION_ASSETS = ("catalog", "rules", "registry", "state_schema")
+WIDENING_CRITERION = "widening <= 0"
+
+
+def assets_hashes(assets: Assets) -> dict[str, str | None]:
+    """The hashes a run manifest records for the decision assets (``runs.runner``, ``review.shadow``)."""
+    return {"catalog": assets.catalog.sha256, "rules": assets.policy.sha256,
+            "registry": assets.registry.sha256 if assets.registry is not None else None,
+            "state_schema": assets.policy.state_schema.sha256 or None}
+
+
+def manifest_hashes(ledgers: Any) -> dict[str, Any] | None:
+    """The release hashes a ledger set's manifests record (``None`` when a task records none, or tasks disagree)."""
+    found: dict[str, Any] | None = None
+    for task in getattr(ledgers, "tasks", {}).values():
+        hashes = (task.manifest or {}).get("hashes")
+        if not isinstance(hashes, Mapping) or not any(k in hashes for k in ("catalog", "rules")):
+            return None
+        mine = {k: hashes.get(k) for k in (*DECISION_ASSETS, "prompts", "profile")}
+        if found is not None and found != mine:
+            return None
+        found = mine
+    return found
+
+
+def differing_assets(base: Mapping[str, Any] | None, candidate: Mapping[str, Any] | None,
+                     keys: tuple[str, ...] = DECISION_ASSETS) -> tuple[str, ...] | None:
+    """The assets whose hashes differ (``None``: a side records no hashes, so the releases cannot be compared)."""
+    if base is None or candidate is None:
+        return None
+    return tuple(k for k in keys if base.get(k) != candidate.get(k))
+
+
+@dataclass(frozen=True)
+class ReleaseCheck:
+    """The exact verifier's part of a default gate: which decision assets differ, and the semantic diff."""
+
+    differs: tuple[str, ...]
+    diff: SemanticDiff | None
+    allow_widening: tuple[str, ...] = ()
+    unresolved: str = ""  # why the releases could not be loaded (then the widening criterion fails)
+
+    @property
+    def widening(self) -> float:
+        if self.diff is None:
+            return math.nan if self.unresolved else 0.0
+        return float(len(self.diff.blocking(self.allow_widening)))
+
+    def lines(self, show: int = 2) -> list[str]:
+        if not self.differs:
+            return []
+        out = [f"semantic diff of the releases ({', '.join(self.differs)} differ):"]
+        if self.diff is None:
+            return out + [f"  not computed: {self.unresolved}"]
+        d = self.diff
+        out += [f"  {a.action_id}: {a.relation.value.upper()}" + (
+            " (allowed)" if a.action_id in self.allow_widening and a.relation.value in ("widening", "incomparable")
+            else "") for a in d.actions if a.relation.value != "equivalent"] or ["  every action equivalent"]
+        for a in d.actions:
+            if a.action_id in d.blocking(self.allow_widening):
+                out += ["    " + w.line() for w in a.witnesses if w.candidate.terminal.value == "DISPATCH"
+                        and w.base.terminal.value != "DISPATCH"][:show]
+        out += [f"  schema change: {n}" for n in d.notes] + [f"  warning: {w}" for w in d.warnings]
+        return out + [f"  {d.coverage_line()}"]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"differs": list(self.differs), "widening": self.widening, "unresolved": self.unresolved or None,
+                "semantic_diff": None if self.diff is None else self.diff.as_dict(self.allow_widening)}
+
+
+def release_check(base: Assets | None, candidate: Assets | None, *, observations: Sequence[Any] = (),
+                  allow_widening: Sequence[str] = (), differs: tuple[str, ...] | None = None,
+                  unresolved: str = "") -> ReleaseCheck:
+    """The semantic diff of two releases when their decision assets differ (``differs`` from the manifests'
+    hashes when given, else from the loaded assets)."""
+    if differs is None:
+        differs = differing_assets(assets_hashes(base), assets_hashes(candidate)) if base and candidate else ()
+    if not differs:
+        return ReleaseCheck((), None, tuple(allow_widening))
+    if base is None or candidate is None:
+        return ReleaseCheck(differs, None, tuple(allow_widening), unresolved or "the releases' asset files are not "
+                            "known (run directories record only hashes): pass the releases (review --candidate-assets,"
+                            " verify --base --candidate)")
+    diff = semantic_diff(base.catalog, base.policy, candidate.catalog, candidate.policy, base.registry,
+                         candidate.registry, observations=observations)
+    return ReleaseCheck(differs, diff, tuple(allow_widening))
+
+
+__all__ += ["DECISION_ASSETS", "WIDENING_CRITERION", "ReleaseCheck", "assets_hashes", "differing_assets",
+            "manifest_hashes", "release_check"]

@@ -29,6 +29,7 @@ from ..core.rules import PolicyEngine
 from .coverage import Observation
 from .mdd import Manager
 from .program import FAIL, ObjectClass, Outcome, Release, object_classes, representatives, witness_proposal
+from .schemas import extra_fields, schema_changes, unknown_field_warnings
 from .space import Source, build_space
 
 #: At most this many witnesses per action are replayed and listed (the count of changed regions is always exact).
@@ -98,7 +99,18 @@ class SemanticDiff:
     recorded_states: int = 0
     recorded_states_in_changed: int = 0
     regions_seen: int = 0
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = field(default_factory=tuple)  # the schema changes, field by field, with their effect
+    warnings: tuple[str, ...] = field(default_factory=tuple)  # fields nothing else has seen (did you mean ...?)
+    fields: tuple[str, ...] = field(default_factory=tuple)  # the variables the analysis covered
+
+    def coverage_line(self) -> str:
+        """``changed states seen by the recorded traffic: k of n`` (what shadow replay alone could have caught)."""
+        if self.states_changed is not None:
+            return (f"changed states seen by the recorded traffic: {self.recorded_states_in_changed} of "
+                    f"{self.states_changed:,}" + ("" if self.recorded_rows else " (no recorded traffic given)"))
+        return (f"changed states seen by the recorded traffic: {self.recorded_states_in_changed} of unbounded "
+                f"({self.regions_seen} of {self.regions_changed} changed regions)"
+                + ("" if self.recorded_rows else " (no recorded traffic given)"))
 
     def relation(self, action: str) -> Relation:
         return next(a.relation for a in self.actions if a.action_id == action)
@@ -125,7 +137,9 @@ class SemanticDiff:
                 "recorded": {"rows": self.recorded_rows, "distinct_states": self.recorded_states,
                              "states_in_changed_regions": self.recorded_states_in_changed,
                              "changed_regions_seen": self.regions_seen},
-                "notes": list(self.notes), "actions": [a.as_dict() for a in self.actions]}
+                "coverage": self.coverage_line(), "fields": list(self.fields),
+                "notes": list(self.notes), "warnings": list(self.warnings),
+                "actions": [a.as_dict() for a in self.actions]}
 
     def lines(self, allow_widening: Sequence[str] = (), show: int = 3) -> list[str]:
         total = "unbounded" if self.states_total is None else f"{self.states_total:,}"
@@ -135,7 +149,9 @@ class SemanticDiff:
                           f" sees {self.recorded_states_in_changed} of the changed states in "
                           f"{self.regions_seen} of {self.regions_changed} changed regions"
                           if self.recorded_rows else "")]
-        out += [f"note: {n}" for n in self.notes]
+        out.append(self.coverage_line())
+        out += [f"schema change: {n}" for n in self.notes]
+        out += [f"warning: {w}" for w in self.warnings]
         for a in self.actions:
             states = "unbounded" if a.states_changed is None else f"{a.states_changed:,}"
             out.append(f"{a.action_id}: {a.relation.value.upper()}  states changed {states}, regions changed "
@@ -160,8 +176,11 @@ def semantic_diff(base_catalog: Catalog, base_policy: PolicyEngine, cand_catalog
                   templates: dict | None = None) -> SemanticDiff:
     """The exact semantic diff of two releases (see the module docstring); ``replay_each_region`` and ``templates``
     as for :class:`~routebr_kit.verify.program.Release` (``templates`` only for two releases of one catalog)."""
+    recorded_fields = tuple(dict.fromkeys(k for o in observations for k in o.state))
+    extras = extra_fields(base_policy.state_schema, cand_policy.state_schema, recorded_fields)
     space = build_space([Source.of_rules(base_policy.rules, base_policy.state_schema),
-                         Source.of_rules(cand_policy.rules, cand_policy.state_schema)])
+                         Source.of_rules(cand_policy.rules, cand_policy.state_schema),
+                         *([Source((), None, extras)] if extras else [])])
     manager = Manager([len(v.values) for v in space.variables])
     actions = tuple(dict.fromkeys((*base_catalog.ids, *cand_catalog.ids)))
     base = Release("base", base_catalog, base_policy, space, manager, options=options, registry=base_registry,
@@ -175,6 +194,8 @@ def semantic_diff(base_catalog: Catalog, base_policy: PolicyEngine, cand_catalog
     for var in space.variables:
         if set(var.fields) & declared:
             weights.append(list(var.sizes()))
+        elif set(var.fields) & set(extras):  # an undeclared field under a closed schema: missing, or any value
+            weights.append([1 if v == 0 else None for v in range(len(var.values))])
         else:
             weights.append([1 if v == 0 else 0 for v in range(len(var.values))])
     prefer = [sorted(range(size), key=lambda v, lv=lv: (v not in base.valid[lv] or v not in cand.valid[lv],
@@ -237,19 +258,13 @@ def semantic_diff(base_catalog: Catalog, base_policy: PolicyEngine, cand_catalog
     joint0 = joints[actions[0]]
     admitted = manager.map(lambda pair: pair != (FAIL, FAIL), joint0)
     states_total = manager.count(admitted, weights).get(True, 0)
-    notes = []
-    base_fields = {f.name for f in base_policy.state_schema.fields}
-    cand_fields = {f.name for f in cand_policy.state_schema.fields}
-    only_cand, only_base = sorted(cand_fields - base_fields), sorted(base_fields - cand_fields)
-    if only_cand:
-        notes.append(f"the candidate's schema declares {', '.join(only_cand)}, which the base ignores: states "
-                     "without a valid value there now fail closed for every action")
-    if only_base:
-        notes.append(f"the base's schema declares {', '.join(only_base)}, which the candidate ignores")
+    notes = schema_changes(base_policy.state_schema, cand_policy.state_schema, recorded_fields)
+    warnings = tuple(unknown_field_warnings(base_policy, cand_policy, recorded_fields))
     distinct = {tuple(sorted((k, repr(v)) for k, v in o.state.items())) for o in observations}
     return SemanticDiff(tuple(reports), states_total, manager.count(changed_any, weights).get(True, 0),
                         sum(a.regions_changed for a in reports), equivalent, len(observations), len(distinct),
-                        len(recorded_changed_states), total_seen, tuple(notes))
+                        len(recorded_changed_states), total_seen, tuple(notes), warnings,
+                        tuple(v.name for v in space.variables))
 
 
 def _witness(base: Release, cand: Release, space: Any, manager: Manager, joint: int, pair: Any, action: str,
