@@ -278,15 +278,7 @@ def _notebook_figures(root: Path, notebooks: Sequence[NotebookEntry]) -> tuple[F
 
 def _read_list(path: Path) -> list[Any]:
     """A JSON list file, read through the strict reader (wrapped, since it reads objects)."""
-    from ..core.strict_json import StrictJsonError, strict_loads
-
-    try:
-        value = strict_loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, StrictJsonError) as exc:
-        raise DataError(ErrorCode.INVALID_JSON, "a JSON list of captions", file=str(path), detail=str(exc)) from None
-    if not isinstance(value, list):
-        raise DataError(ErrorCode.WRONG_TYPE, "a JSON list of captions", file=str(path), got=type(value).__name__)
-    return value
+    return read_json(path, "a JSON list of captions", kind=list)
 
 
 def _loose_figures(root: Path) -> tuple[FigureFile, ...]:
