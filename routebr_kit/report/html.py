@@ -91,7 +91,7 @@ def figure_views(figures: Sequence[FigureFile], root: Path) -> list[dict[str, An
     out = []
     total = 0
     for f in figures:
-        raw = figure_bytes(f.path, root)
+        raw = figure_bytes(f.path, root, max_bytes=MAX_FIGURE_BYTES)
         total += len(raw)
         if total > MAX_FIGURES_BYTES:
             raise DataError(ErrorCode.LIMIT_EXCEEDED, f"at most {MAX_FIGURES_BYTES:,} bytes of figures in one report",

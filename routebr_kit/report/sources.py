@@ -154,14 +154,15 @@ def _is_reproduce(path: Path) -> bool:
 
 
 def load_source(path: str | Path, *, cases: str | Path | None = None, details: bool = True,
-                max_rows: int = MAX_ROWS) -> ReportSource:
+                max_rows: int | None = None) -> ReportSource:
     """Read the folder a report is made from (see the module docstring); a bad folder is a located DataError.
 
     ``details=False`` skips the per-row decision details ``load_ledgers`` derives for the diff (a report without
     ``--base`` builds full decision records itself); a shadow output's own per-row records are always read.
     """
+    max_rows = MAX_ROWS if max_rows is None else max_rows
     root = Path(path)
-    if not root.exists():
+    if not root.exists() and not root.is_symlink():
         raise DataError(ErrorCode.FILE_NOT_FOUND, "a run directory, a shadow output, a reproduce output or an "
                         "artifact (result) folder", file=str(root))
     artifact = _artifact_root(root.resolve())
