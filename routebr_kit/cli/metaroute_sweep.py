@@ -7,23 +7,23 @@ from pathlib import Path
 
 from ..metaroute import Mode
 from ..metaroute.sweep import MAX_CONFIGURATIONS, SweepSpace, default_space, design, robustness, run_sweep, sensitivity
-from .common import command, print_table
+from .common import command, int_range, print_table
 
 
 def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--space", type=Path,
                    help="YAML file 'constants: {KEY: [low, high]}' (default: 15 constants within ±30%% of published)")
     how = p.add_mutually_exclusive_group()
-    how.add_argument("--samples", type=int, default=None, help="Latin-hypercube configurations (default 64)")
+    how.add_argument("--samples", type=int_range(1), default=None, help="Latin-hypercube configurations (default 64)")
     how.add_argument("--grid", action="store_true", help="the full grid over each constant's levels instead")
-    p.add_argument("--max-configurations", type=int, default=MAX_CONFIGURATIONS, metavar="N",
+    p.add_argument("--max-configurations", type=int_range(1), default=MAX_CONFIGURATIONS, metavar="N",
                    help=f"refuse a design of more than N configurations (default {MAX_CONFIGURATIONS:,})")
-    p.add_argument("--sample-seed", type=int, default=0, help="seed of the Latin hypercube (default 0)")
-    p.add_argument("--seeds", type=int, required=True, help="executor seeds 0..S-1 per configuration (paired)")
+    p.add_argument("--sample-seed", type=int_range(0), default=0, help="seed of the Latin hypercube (default 0)")
+    p.add_argument("--seeds", type=int_range(1), required=True, help="executor seeds 0..S-1 per configuration (paired)")
     p.add_argument("--mode", choices=("fast", "exact"), default="fast", help="simulator mode (default fast)")
     p.add_argument("--executor", default="inline",
                    help="inline | threads:N | processes:N | dask | dask:N | dask:ADDRESS (default inline)")
-    p.add_argument("--max-in-flight", type=int, default=None, help="cells running at once across all workers")
+    p.add_argument("--max-in-flight", type=int_range(1), default=None, help="cells running at once across all workers")
     p.add_argument("--out", type=Path, required=True, help="output directory (re-run to resume)")
 
 

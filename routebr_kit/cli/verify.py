@@ -34,7 +34,7 @@ from ..verify import (
     semantic_diff,
     verify_release,
 )
-from .common import command
+from .common import command, int_range
 
 PASS, FAIL = 0, 1
 
@@ -60,7 +60,8 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--options", nargs="*", default=(), metavar="NAME=VALUE",
                    help="controller options: fallback=CLARIFY|DEFER|HANDOFF|REJECT, enable_grounding=true|false")
     p.add_argument("--no-redundancy", action="store_true", help="skip the redundant-rule finding")
-    p.add_argument("--show", type=int, default=3, help="witnesses to print per action (default 3; --json has all)")
+    p.add_argument("--show", type=int_range(0), default=3,
+                   help="witnesses to print per action (default 3; --json has all)")
     p.add_argument("--json", type=Path, default=None, help="write the full result as JSON")
 
 
