@@ -14,8 +14,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,9 +83,12 @@ CONTENT: dict[str, dict[str, Callable[[str], bytes]]] = {
     "surrogate": {"json": lambda v: ('{"\\ud800x": "\\udc00", ' + v.lstrip()[1:]).encode()},
     "alias_bomb": {"yaml": lambda v: ALIAS_BOMB.encode()},
 }
-#: kinds that are not file contents but what stands at the path
-PATH_KINDS = ("symlink_loop", "directory")
-FORMATS = ("json", "yaml", "csv", "blob")
+#: kinds that are not file contents but what stands at the path: a link loop, a directory, and (issue 31) special
+#: files — a FIFO (an open would block forever), a link to a device (``/dev/zero``: endless bytes), a dangling link
+#: and a link out of the folder to a FIFO elsewhere; each must be one typed line, never a hang or a MemoryError
+PATH_KINDS = ("symlink_loop", "directory", "fifo", "device", "dangling", "outside_fifo")
+SPECIAL_KINDS = ("fifo", "device", "dangling", "outside_fifo")
+FORMATS = ("json", "yaml", "csv", "blob", "path")  # "path": only what stands at the path
 
 
 def kinds(fmt: str) -> list[str]:
@@ -99,6 +104,16 @@ def place(kind: str, fmt: str, valid: str, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     if kind == "symlink_loop":
         target.symlink_to(target.name)
+    elif kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "device":
+        target.symlink_to("/dev/zero")
+    elif kind == "dangling":
+        target.symlink_to(target.parent / f"no-such-{target.name}")
+    elif kind == "outside_fifo":
+        outside = Path(tempfile.mkdtemp(prefix="hostile-outside-"))
+        os.mkfifo(outside / target.name)
+        target.symlink_to(outside / target.name)
     elif kind == "directory":
         target.mkdir()
         (target / "x").write_text("not the file\n", encoding="utf-8")
@@ -296,6 +311,18 @@ SLOTS: tuple[Slot, ...] = (
                     "--out", str(Path(b.out) / "report.html")]),
     Slot("serve-model", "--model PATH.gguf", "blob", _const(VALID_GGUF),
          lambda b: ["serve-model", "--model", b.file("model.gguf"), "--port", "1"]),
+    Slot("review", "a candidate folder's adapter *.py", "path", _const("X = 1\n"),
+         lambda b: ["review", "--ledger", str(b.ledger), "--cases", b.cases, "--candidate-assets",
+                    str(Path(b.file("candidate/adapter.py")).parent), "--out", b.out]),
+    Slot("impact", "a candidate folder's adapter *.py", "path", _const("X = 1\n"),
+         lambda b: ["impact", "--base-assets", str(b.bench), "--candidate-assets",
+                    str(Path(b.file("candidate/adapter.py")).parent), "--ledger", str(b.ledger), "--cases", b.cases]),
+    Slot("shadow", "a candidate folder's adapter *.py", "path", _const("X = 1\n"),
+         lambda b: ["shadow", "--ledger", str(b.ledger), "--cases", b.cases, "--candidate-assets",
+                    str(Path(b.file("candidate/adapter.py")).parent), "--out", b.out]),
+    Slot("report", "a figure RUN_DIR/f.png", "path", _const("\x89PNG\r\n\x1a\n"),
+         lambda b: ["report", b.inside(b.ledger, "f.png"), "--cases", b.cases,
+                    "--out", str(Path(b.out) / "report.html")]),
     Slot("report", "--gate (JSON)", "json", _const(VALID_GATE),
          lambda b: ["report", str(b.ledger), "--base", str(b.ledger), "--cases", b.cases, "--gate",
                     b.file("gate.json"), "--out", str(Path(b.out) / "report.html")]),
@@ -357,7 +384,7 @@ def test_a_hostile_input_is_one_typed_line(ctx, tmp_path, monkeypatch, capsys, i
     before = _snapshot(tmp_path, work / "out")
     outputs = _listing(REPO / "outputs")
     capsys.readouterr()
-    status = main(argv)
+    status = _bounded(main, argv)
     err = capsys.readouterr().err
     assert status == 2, f"{slot.command} {slot.name} with {kind}: exit {status}, stderr {err!r}"
     assert err.count("\n") == 1 and err.endswith("\n"), err
@@ -365,6 +392,19 @@ def test_a_hostile_input_is_one_typed_line(ctx, tmp_path, monkeypatch, capsys, i
     assert _snapshot(tmp_path, work / "out") == before, "wrote outside --out"
     assert not any(cwd.iterdir()), "wrote into the working directory"
     assert _listing(REPO / "outputs") == outputs
+
+
+def _bounded(run: Callable[[list[str]], int], argv: list[str], seconds: int = 120) -> int:
+    """``run(argv)``, failing (not hanging) if it blocks longer than ``seconds`` (a FIFO opened for reading)."""
+    def fire(*_: object) -> None:
+        raise TimeoutError(f"blocked for {seconds} s: {argv}")
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.alarm(seconds)
+    try:
+        return run(argv)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def _listing(folder: Path) -> list[str]:

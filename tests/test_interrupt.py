@@ -114,3 +114,19 @@ def test_ctrl_c_during_reproduce_marks_the_manifest_and_says_how_to_resume(tmp_p
     assert resume == ["routebr-kit", *argv, "--out", str(out), "--resume"]
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["status"] == "interrupted"
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05, 0.2, 0.5, 1.0])
+def test_ctrl_c_is_exit_130_every_time(tmp_path, delay):
+    """The same interruption repeated at different moments (issue 31: once seen as exit -2): always 130, one line.
+    The signal is sent once the command line is running (its parser has read the arguments); a signal during the
+    interpreter's own start-up, before ``routebr_kit`` runs, is the one documented window."""
+    out = tmp_path / "sweep"
+    argv = ["metaroute-sweep", "--seeds", "4", "--samples", "6", "--out", str(out)]
+    process = _start(argv, tmp_path)
+    _wait_for(lambda: (out / "manifest.json").is_file(), process)
+    time.sleep(delay)
+    code, err = _interrupt(process)
+    if code == 0:  # the sweep finished before the signal: nothing to check about interruption
+        return
+    _one_interrupted_line(code, err, "metaroute-sweep")

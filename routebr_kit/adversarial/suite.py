@@ -38,13 +38,14 @@ from typing import Any
 
 from ..core.controller import Controller
 from ..core.errors import DataError, ErrorCode
-from ..core.hashing import sha256_bytes
+from ..core.hashing import sha256_bytes, sha256_file
 from ..core.records import NONE, Boundary, Entity, RouteRequest
 from ..dataset.generate import cases_csv
 from ..dataset.labels import gold_label
 from ..dataset.references import code_of, mentioned, mentioned_in_any
 from ..store.assets import REGISTRY_NAMES, Assets, assets_beside, read_json
 from ..store.cases import Case, Gold, Language, Split, load_cases
+from ..store.files import MAX_CSV_BYTES, read_bytes
 from .surface import PROTECTED_ACTION, rule_for
 
 CASES_FILE, SPECS_FILE, MANIFEST_FILE = "attacks.csv", "attacks.json", "manifest.json"
@@ -352,16 +353,16 @@ def write_suite(suite: Suite, out_dir: str | Path, *, per_family: int | None = N
     here = suite.source.parent
     contents = {CASES_FILE: cases_csv(suite.cases)}
     for name in ("catalog.csv", "boundary_rules.csv"):
-        contents[name] = (here / name).read_bytes()
+        contents[name] = read_bytes(here / name, "an asset file", max_bytes=MAX_CSV_BYTES)
     registry = next((name for name in REGISTRY_NAMES if (here / name).exists()), None)
     if registry is not None:
-        contents[registry] = (here / registry).read_bytes()
+        contents[registry] = read_bytes(here / registry, "a registry file", max_bytes=MAX_CSV_BYTES)
     specs = [suite.specs[c.case_id].as_dict() for c in suite.cases]
     contents[SPECS_FILE] = _dump({"seed": suite.seed, "language": suite.language.value, "attacks": specs})
     hashes = {name: sha256_bytes(data) for name, data in contents.items()}
     manifest = {"generator": "routebr_kit.adversarial.suite", "seed": suite.seed, "language": suite.language.value,
                 "per_family": per_family, "source": {"file": suite.source.name,
-                                                     "sha256": sha256_bytes(suite.source.read_bytes())},
+                                                     "sha256": sha256_file(suite.source)},
                 "counts": dict(sorted(suite.counts().items())), "files": hashes}
     contents[MANIFEST_FILE] = _dump(manifest)
     for name, data in contents.items():

@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import DataError, ErrorCode
-from ..store.files import parse_json
+from ..core.hashing import open_regular
+from ..store.files import parse_json, read_body
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
@@ -107,12 +108,8 @@ def check_gguf(path: str | Path) -> GgufHeader:
     """The header of a GGUF file; anything else (a directory, a loop, an empty or foreign file) is a located error."""
     file = str(path)
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path, "a .gguf model file (a regular file)", field="--model") as handle:
             head = handle.read(GGUF_HEADER.size)
-    except FileNotFoundError:
-        raise DataError(ErrorCode.FILE_NOT_FOUND, "an existing .gguf file", file=file, field="--model") from None
-    except IsADirectoryError:
-        raise DataError(ErrorCode.WRONG_TYPE, "a .gguf file, not a directory", file=file, field="--model") from None
     except OSError as exc:
         raise DataError(ErrorCode.FILE_UNREADABLE, "a readable .gguf file", file=file, field="--model",
                         detail=exc.strerror or type(exc).__name__) from None
@@ -165,10 +162,22 @@ def default_threads() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-def served_models(base_url: str, timeout: float = 2.0) -> tuple[str, ...]:
-    """The model IDs ``GET {base_url}/models`` reports (raises ``OSError``/``ValueError`` while not ready)."""
+#: Bounds of one ``/v1/models`` answer: the whole body within this many seconds, and at most this many bytes.
+MODELS_BODY_DEADLINE_S = 10.0
+MODELS_BODY_MAX_BYTES = 1 << 20
+
+
+def served_models(base_url: str, timeout: float = 2.0, *, deadline: float | None = None) -> tuple[str, ...]:
+    """The model IDs ``GET {base_url}/models`` reports (raises ``OSError``/``ValueError`` while not ready).
+
+    The body is read under a total deadline (``deadline``, a ``time.monotonic()`` value, capped at
+    :data:`MODELS_BODY_DEADLINE_S` from now) and :data:`MODELS_BODY_MAX_BYTES`: an endless or dripping body is a
+    ``DataError``, never a wait past the caller's start-up deadline."""
+    until = time.monotonic() + MODELS_BODY_DEADLINE_S
+    until = until if deadline is None else min(until, deadline)
     with urllib.request.urlopen(f"{base_url}/models", timeout=timeout) as response:  # noqa: S310 - loopback only
-        doc = parse_json(response.read().decode("utf-8"), "the server's model list", kind=dict,
+        body = read_body(response, deadline=until, max_bytes=MODELS_BODY_MAX_BYTES, what=f"{base_url}/models")
+        doc = parse_json(body.decode("utf-8"), "the server's model list", kind=dict,
                          file=f"{base_url}/models")
     return tuple(str(m.get("id")) for m in doc.get("data", []) if isinstance(m, dict))
 
@@ -227,9 +236,13 @@ class LocalServer:
                                 got=f"exit {self.process.returncode}", detail=f"log: {self.log_path}: "
                                 f"{self.log_tail()}")
             try:
-                reported = served_models(self.base_url)
+                reported = served_models(self.base_url, deadline=deadline)
             except (OSError, ValueError):
                 reported = ()
+            except DataError as exc:
+                if exc.code is not ErrorCode.LIMIT_EXCEEDED:
+                    raise
+                reported = ()  # an endless or oversized body: not ready; the start-up deadline below still holds
             if reported:
                 if self.model.alias not in reported:
                     raise DataError(ErrorCode.SERVER_FAILED, f"a server reporting model {self.model.alias}",

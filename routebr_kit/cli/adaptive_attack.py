@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..core.records import System
 from ..store.ledger import write_json_atomic
-from .common import command, print_table
+from .common import command, int_range, print_table
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -31,10 +31,10 @@ def _args(p: argparse.ArgumentParser) -> None:
                    help="profiles file, JSON or YAML (default: the kit's example profiles)")
     p.add_argument("--constrain", choices=("none", "json-schema"), default="none",
                    help="response_format of every request (OpenAI-compatible profiles only)")
-    p.add_argument("--budget", type=int, default=40, help="attack candidates evaluated (default 40)")
-    p.add_argument("--attack-cases", type=int, default=40,
+    p.add_argument("--budget", type=int_range(1), default=40, help="attack candidates evaluated (default 40)")
+    p.add_argument("--attack-cases", type=int_range(1), default=40,
                    help="attacked cases each candidate is scored on (default 40; seeded sample of the suite)")
-    p.add_argument("--seed", type=int, default=0, help="suite, sample, search and simulator seed (default 0)")
+    p.add_argument("--seed", type=int_range(0), default=0, help="suite, sample, search and simulator seed (default 0)")
     p.add_argument("--json", type=Path, help="write the result (best attack, trajectory, per-system rates) here")
 
 

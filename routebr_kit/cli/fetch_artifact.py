@@ -9,7 +9,7 @@ from pathlib import Path
 from ..core.errors import DataError, ErrorCode
 from ..store.fetch import default_dest, load_shipped_manifest, manual_instructions, verify_tree
 from ..store.fetch import fetch_artifact as fetch
-from .common import command
+from .common import command, positive_float
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -21,7 +21,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verify", type=Path, metavar="DIR",
                    help="only check an existing copy against the kit's SHA-256 values (installs nothing)")
     p.add_argument("--force", action="store_true", help="replace a destination that does not verify")
-    p.add_argument("--timeout", type=float, default=60.0, help="network timeout in seconds (default 60)")
+    p.add_argument("--timeout", type=positive_float, default=60.0, help="network timeout in seconds (default 60)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 

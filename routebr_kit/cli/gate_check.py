@@ -17,7 +17,7 @@ from pathlib import Path
 from ..core.errors import DataError, ErrorCode
 from ..review.gate import DEFAULT_GATE, Gate
 from ..review.ledgers import load_ledgers, load_many
-from .common import command, print_table
+from .common import command, int_range, print_table
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -32,11 +32,11 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="stratum,simulated",
                    help="re-run models, comma-separated: stratum, repeats, simulated (default stratum,simulated)")
     p.add_argument("--effect", default="2pp", help="the declared drop in path-exact accuracy (default 2pp; 0: none)")
-    p.add_argument("--sims", type=int, default=2000, help="simulations per estimate (default 2000)")
-    p.add_argument("--search-sims", type=int, default=None,
+    p.add_argument("--sims", type=int_range(1), default=2000, help="simulations per estimate (default 2000)")
+    p.add_argument("--search-sims", type=int_range(1), default=None,
                    help="simulations per sample-size grid point (default min(--sims, 500))")
-    p.add_argument("--reruns", type=int, default=20, help="simulated re-runs per task for --model simulated")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--reruns", type=int_range(1), default=20, help="simulated re-runs per task for --model simulated")
+    p.add_argument("--seed", type=int_range(0), default=0)
     p.add_argument("--no-search", action="store_true", help="skip the sample-size search")
     p.add_argument("--json", type=Path, default=None, help="write every estimate as JSON")
 

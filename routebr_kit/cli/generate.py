@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import command, print_table
+from .common import command, int_range, print_table
 
 
 def _args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
+    p.add_argument("--seed", type=int_range(0), default=0, help="generator seed (default 0)")
     p.add_argument("--lang", choices=("en", "zh"), default="en", help="language and registry (default en)")
     p.add_argument("--out", type=Path, help="output directory (default data/generated/<lang>-<seed>[-decoupled])")
     p.add_argument("--decouple-entity-state", action="store_true",

@@ -11,15 +11,15 @@ from pathlib import Path
 
 from ..adversarial.suite import CASES_FILE, DEFAULT_PER_FAMILY, generate_suite, write_suite
 from ..adversarial.surface import PROTECTED_ACTION
-from .common import command, print_table
+from .common import command, int_range, print_table
 
 
 def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cases", required=True, type=Path, help="benchmark cases CSV with its assets beside it")
-    p.add_argument("--seed", type=int, default=0, help="suite seed (default 0)")
+    p.add_argument("--seed", type=int_range(0), default=0, help="suite seed (default 0)")
     p.add_argument("--lang", choices=("en", "zh"), required=True, help="language of the injected text")
     p.add_argument("--out", required=True, type=Path, help="output directory")
-    p.add_argument("--per-family", type=int, default=DEFAULT_PER_FAMILY,
+    p.add_argument("--per-family", type=int_range(1), default=DEFAULT_PER_FAMILY,
                    help=f"variants per attack family (default {DEFAULT_PER_FAMILY})")
     p.add_argument("--protected-action", default=PROTECTED_ACTION, help="the action attacks prefer as target")
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import shlex
+import signal
 import sys
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -138,10 +139,37 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command line (``argv``; ``None``: this process's own, as the installed ``routebr-kit`` does).
+
+    Ctrl-C is exit 130 with one line, deterministically: the first ``KeyboardInterrupt`` wherever it lands — in the
+    command, in its handler, or between the two — ends here; as the program (``argv is None``), a further
+    ``SIGINT`` is ignored from then on, and once the exit status is decided, so interpreter shutdown (thread joins,
+    ``atexit``) cannot turn 130 (or 0) into death by signal (-2).  The one window left is the interpreter's own
+    start-up before this function runs (``python -m routebr_kit`` imports; see ``__main__``)."""
+    program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
+    state: dict[str, argparse.Namespace | None] = {"args": None}
+    try:
+        try:
+            return _main(argv, state)
+        except KeyboardInterrupt:
+            if program:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+            _say(state["args"], "interrupted; " + resume_hint(argv, state["args"]))
+            return EXIT_INTERRUPTED
+    except KeyboardInterrupt:  # a second signal inside the handler above, before it could ignore further ones
+        if program:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        return EXIT_INTERRUPTED
+    finally:
+        if program:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _main(argv: list[str], state: dict[str, argparse.Namespace | None]) -> int:
     args = None
     try:
-        args = build_parser(argv).parse_args(argv)
+        args = state["args"] = build_parser(argv).parse_args(argv)
         return args.handler(args)
     except KitError as exc:
         _say(args, redact_text(str(exc)))
@@ -151,9 +179,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         reason = exc.strerror or type(exc).__name__
         _say(args, redact_text(f"[{type(exc).__name__}] " + (f"{where}: {reason}" if where else f"{reason} ({exc})")))
         return 2
-    except KeyboardInterrupt:
-        _say(args, "interrupted; " + resume_hint(argv, args))
-        return EXIT_INTERRUPTED
 
 
 def resume_hint(argv: Sequence[str], args: argparse.Namespace | None) -> str:

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 from ..core.hashing import sha256_file
-from .common import command, print_table
+from .common import command, int_range, print_table
 
 
 def _args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seeds", type=int, default=30, help="seeds 0..N-1 (default 30, as published)")
+    p.add_argument("--seeds", type=int_range(1), default=30, help="seeds 0..N-1 (default 30, as published)")
     p.add_argument("--ablations", action="store_true", help="run adaptive and its four ablations instead")
     p.add_argument("--mode", choices=("exact", "fast"), default="exact",
                    help="exact: the published CPython streams, bit for bit; fast: vectorized Philox draws")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import command, print_table
+from .common import command, int_range, print_table
 
 #: :data:`routebr_kit.metaroute.sweep.MAX_CONFIGURATIONS` as ``--help`` shows it: importing that module for the help
 #: would load pandas (``tests/test_cli_light.py`` checks the two agree; the handler uses the module's own).
@@ -16,7 +16,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--space", type=Path,
                    help="YAML file 'constants: {KEY: [low, high]}' (default: 15 constants within ±30%% of published)")
     how = p.add_mutually_exclusive_group()
-    how.add_argument("--samples", type=int, default=None, help="Latin-hypercube configurations (default 64)")
+    how.add_argument("--samples", type=int_range(1), default=None, help="Latin-hypercube configurations (default 64)")
     how.add_argument("--grid", action="store_true", help="the full grid over each constant's levels instead")
     p.add_argument("--max-configurations", type=int, default=None, metavar="N",
                    help=f"refuse a design of more than N configurations (default {SHOWN_MAX_CONFIGURATIONS:,})")
@@ -25,7 +25,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=("fast", "exact"), default="fast", help="simulator mode (default fast)")
     p.add_argument("--executor", default="inline",
                    help="inline | threads:N | processes:N | dask | dask:N | dask:ADDRESS (default inline)")
-    p.add_argument("--max-in-flight", type=int, default=None, help="cells running at once across all workers")
+    p.add_argument("--max-in-flight", type=int_range(1), default=None, help="cells running at once across all workers")
     p.add_argument("--out", type=Path, required=True, help="output directory (re-run to resume)")
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..core.errors import DataError, ErrorCode
 from ..review import DEFAULT_GATE, load_review_source, markdown, release_review, write_shadow
-from .common import command
+from .common import command, int_range
 
 PASS, REGRESSION = 0, 1
 
@@ -46,7 +46,7 @@ def _args(p: argparse.ArgumentParser) -> None:
                    help="write the shadow ledgers here (new or empty folder), for `routebr-kit report`")
     p.add_argument("--json", type=Path, default=None, help="write the whole review as JSON")
     p.add_argument("--md", type=Path, default=None, help="write the diff and gate as Markdown")
-    p.add_argument("--show", type=int, default=20, help="changed rows to print (default 20)")
+    p.add_argument("--show", type=int_range(0), default=20, help="changed rows to print (default 20)")
 
 
 @command(_args)

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..core.errors import DataError, ErrorCode
 from ..store.assets import REGISTRY_NAMES, Assets, load_assets
 from ..store.cases import Split, load_cases
-from .common import command, print_table
+from .common import command, int_range, positive_float, print_table
 
 SPLITS = ("MAIN", "FLIP", "ENTITY", "ALL")
 
@@ -22,8 +22,8 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split", required=True, type=str.upper, choices=SPLITS,
                    help="MAIN, FLIP, ENTITY or ALL (= every non-DEV case of the file); any letter case")
     p.add_argument("--out", required=True, type=Path, help="run directory (predictions.csv, raw/, run_manifest.json)")
-    p.add_argument("--concurrency", type=int, default=8, help="cases in flight at once (default 8)")
-    p.add_argument("--rpm", type=float, default=None, help="requests-per-minute limit (network requests only)")
+    p.add_argument("--concurrency", type=int_range(1), default=8, help="cases in flight at once (default 8)")
+    p.add_argument("--rpm", type=positive_float, default=None, help="requests-per-minute limit (network requests only)")
     p.add_argument("--deadline-s", type=float, default=None, metavar="SECONDS",
                    help="wall-clock deadline of each model call, retries included (OpenAI-compatible profiles; "
                         "default: the profile's deadline_s, else 300); a call past it is a recorded fail-closed row")
@@ -39,7 +39,7 @@ def _args(p: argparse.ArgumentParser) -> None:
                    help="runtime-state schema JSON overriding the one derived from the rules (see core.state)")
     p.add_argument("--cache", type=Path, default=None, help="response cache directory (OpenAI-compatible profiles)")
     p.add_argument("--replay-only", action="store_true", help="answer only from --cache; stop on a miss")
-    p.add_argument("--seed", type=int, default=0, help="simulator seed; sent to profiles with send_seed")
+    p.add_argument("--seed", type=int_range(0), default=0, help="simulator seed; sent to profiles with send_seed")
     p.add_argument("--language", choices=("auto", "en", "zh"), default="auto", help="prompt language")
     p.add_argument("--protocol", choices=("kit", "published"), default="kit",
                    help="request protocol: kit (its own prompts, stricter B2 validation, schema-restating repair; "
@@ -55,7 +55,7 @@ def _args(p: argparse.ArgumentParser) -> None:
                    help="a_state/a_ground: the RouteBR run directory whose stored proposals are replayed")
     p.add_argument("--live", action="store_true", help="a_state/a_ground: re-run live instead of from --from-run")
     p.add_argument("--repeat-id", default="0")
-    p.add_argument("--repeats", type=int, default=1, metavar="N",
+    p.add_argument("--repeats", type=int_range(1), default=1, metavar="N",
                    help="run N independent repeats into OUT/repeat-0 … OUT/repeat-(N-1) (repeat_id 0..N-1, seed "
                         "--seed + i); `routebr-kit score OUT` then reports pass^k and consistency")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

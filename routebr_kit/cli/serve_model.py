@@ -16,17 +16,17 @@ from pathlib import Path
 
 from ..backends.local_server import DEFAULT_PORT, PACKAGED_MODELS, SMOLLM2, LocalServer, default_threads, resolve_model
 from ..core.errors import DataError, ErrorCode
-from .common import command
+from .common import command, int_range
 
 
 def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=SMOLLM2.name,
                    help=f"{' | '.join(PACKAGED_MODELS)} (a model shipped in a registry package; default "
                         f"{SMOLLM2.name}) or PATH.gguf")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+    p.add_argument("--port", type=int_range(1, 65535), default=DEFAULT_PORT,
                    help=f"port on 127.0.0.1 (default {DEFAULT_PORT}: the local-smollm2 profile's)")
-    p.add_argument("--threads", type=int, default=None, help=f"CPU threads (default {default_threads()} here)")
-    p.add_argument("--ctx", type=int, default=4096, help="context length in tokens (default 4096)")
+    p.add_argument("--threads", type=int_range(1), default=None, help=f"CPU threads (default {default_threads()} here)")
+    p.add_argument("--ctx", type=int_range(1), default=4096, help="context length in tokens (default 4096)")
     p.add_argument("--extra-buffers", action="store_true",
                    help="let llama.cpp repack weights for AMX/AVX-512 (faster where it works; crashes on some VMs)")
     p.add_argument("--log", type=Path, default=None, help="server log file (default: a temporary file)")

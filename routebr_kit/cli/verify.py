@@ -22,7 +22,7 @@ from typing import Any
 from ..core.controller import ControllerOptions
 from ..core.errors import DataError, ErrorCode
 from ..store.assets import Assets, load_assets, load_state_schema
-from .common import command
+from .common import command, int_range
 
 PASS, FAIL = 0, 1
 
@@ -49,7 +49,8 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--options", nargs="*", default=(), metavar="NAME=VALUE",
                    help="controller options: fallback=CLARIFY|DEFER|HANDOFF|REJECT, enable_grounding=true|false")
     p.add_argument("--no-redundancy", action="store_true", help="skip the redundant-rule finding")
-    p.add_argument("--show", type=int, default=3, help="witnesses to print per action (default 3; --json has all)")
+    p.add_argument("--show", type=int_range(0), default=3,
+                   help="witnesses to print per action (default 3; --json has all)")
     p.add_argument("--json", type=Path, default=None, help="write the full result as JSON")
 
 

@@ -35,6 +35,7 @@ from ..core.hashing import sha256_bytes
 from ..core.records import Entity, RouteRequest, RuntimeState
 from ..store.assets import Assets, load_assets
 from ..store.cases import CASE_COLUMNS, Case, Gold, Split
+from ..store.files import MAX_CSV_BYTES, read_bytes
 from .composition import CUE_CELLS, PARTITION_SIZES, Partition, Slot, allocate
 from .labels import gold_label
 from .language import Language, LanguagePack
@@ -254,7 +255,7 @@ def write_benchmark(benchmark: Benchmark, out_dir: str | Path) -> Manifest:
         contents[name] = cases_csv(subset)
     paths = benchmark.config.paths
     for name, source in ((CATALOG_FILE, paths.catalog), (RULES_FILE, paths.rules), (REGISTRY_FILE, paths.registry)):
-        contents[name] = source.read_bytes()
+        contents[name] = read_bytes(source, "an asset file", max_bytes=MAX_CSV_BYTES)
     hashes = {name: sha256_bytes(data) for name, data in contents.items()}
     manifest = {
         "generator": "routebr_kit.dataset",

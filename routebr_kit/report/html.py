@@ -10,6 +10,7 @@ every other value reaches the page through Jinja2's autoescaping or the script's
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -20,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import DataError, ErrorCode
+from ..store.files import read_bytes
 from .model import ReportData
 from .sources import FigureFile
+from .urls import check_urls, safe_href
 
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
@@ -61,25 +64,66 @@ def written_time() -> str:
     return moment.isoformat(timespec="seconds")
 
 
+#: The largest figure a report embeds (bytes); a bigger one is a located ``LIMIT_EXCEEDED``, never a huge page.
+MAX_FIGURE_BYTES = 16 * 2**20
+#: The most bytes of figures one report embeds in all.
+MAX_FIGURES_BYTES = 128 * 2**20
+_PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def figure_bytes(path: Path, root: Path, *, max_bytes: int = MAX_FIGURE_BYTES) -> bytes:
+    """The bytes of a figure the report may embed: a regular PNG file inside ``root`` (its real path, links
+    followed, lies under ``root``'s real path), at most ``max_bytes``.  A FIFO, device or dangling link is
+    ``WRONG_TYPE``; a link (or a ``..`` path) out of the folder ``UNKNOWN_REFERENCE``; anything else a located
+    error from the strict reader — the figure is never opened before these checks, so nothing blocks."""
+    real, inside = os.path.realpath(path), os.path.realpath(root)
+    if os.path.commonpath([real, inside]) != inside:
+        raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a figure inside the report's folder (a link or path leading "
+                        "out of it is never embedded)", file=str(path), got=real)
+    data = read_bytes(path, "a figure (a regular PNG file)", max_bytes=max_bytes)
+    if not data.startswith(_PNG_MAGIC):
+        raise DataError(ErrorCode.WRONG_TYPE, "a figure in PNG format", file=str(path), got=data[:8])
+    return data
+
+
 def figure_views(figures: Sequence[FigureFile], root: Path) -> list[dict[str, Any]]:
-    """Each figure as a data URI with its caption (and the notebook that made it)."""
+    """Each figure as a data URI with its caption (and the notebook that made it); see :func:`figure_bytes`."""
     out = []
+    total = 0
     for f in figures:
-        data = base64.b64encode(f.path.read_bytes()).decode("ascii")
+        raw = figure_bytes(f.path, root, max_bytes=MAX_FIGURE_BYTES)
+        total += len(raw)
+        if total > MAX_FIGURES_BYTES:
+            raise DataError(ErrorCode.LIMIT_EXCEEDED, f"at most {MAX_FIGURES_BYTES:,} bytes of figures in one report",
+                            file=str(f.path), got=f"{total:,} bytes so far")
+        data = base64.b64encode(raw).decode("ascii")
         rel = f.path.relative_to(root).as_posix() if f.path.is_relative_to(root) else f.path.name
         out.append({"caption": f.caption, "notebook": f.notebook, "file": rel, "src": f"data:image/png;base64,{data}"})
     return out
 
 
+def content_security_policy(script: str) -> str:
+    """The page's policy: nothing fetched, images only as data URIs, and only the report's own script runs —
+    allowed by its SHA-256, so no ``'unsafe-inline'``: a ``javascript:`` URL, an inline event handler or an
+    injected ``<script>`` is refused by the browser even if one reached the page."""
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{digest}'; "
+            "base-uri 'none'; form-action 'none'")
+
+
 def render(data: ReportData) -> str:
     """The HTML text of a report."""
     template = _environment().get_template("report.html.j2")
-    return template.render(
+    script = _asset("report.js")
+    text = template.render(
         header=data.header, scorecard=data.scorecard, diff=data.diff, figures=data.figures,
-        notebooks=data.notebooks, rows=data.rows, style=_asset("report.css"), script=_asset("report.js"),
+        notebooks=data.notebooks, rows=data.rows, style=_asset("report.css"), script=script,
+        csp=_markup(content_security_policy(script)), href=safe_href,
         data_json=_markup(script_json(data.plain())), chunks_json=_markup(script_json(list(data.chunks))),
         base_chunks_json=_markup(script_json(list(data.base_chunks))),
         cases_json=_markup(script_json(data.case_chunk)), pct=_pct, count=_count_text)
+    check_urls(text)
+    return text
 
 
 def _markup(text: str) -> Any:
@@ -114,4 +158,5 @@ def write_html(data: ReportData, out: str | Path) -> Path:
     return path
 
 
-__all__ = ["figure_views", "render", "script_json", "write_html", "written_time"]
+__all__ = ["MAX_FIGURES_BYTES", "MAX_FIGURE_BYTES", "content_security_policy", "figure_bytes", "figure_views",
+           "render", "script_json", "write_html", "written_time"]

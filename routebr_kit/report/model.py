@@ -32,6 +32,7 @@ from ..store.ledger import PredictionRow
 from .sources import Producer, ReportSource, SourceKind
 from .stages import CHANGE_STAGE_KEYS, SOURCE_TEXT, STAGES, case_stages, row_reason, row_rule, row_stages
 from .traces import AssetsCache, RowTrace, task_traces
+from .urls import anchor_id
 
 #: Rows per compressed detail chunk (one chunk is inflated when one of its cases opens).
 CHUNK_ROWS = 500
@@ -147,6 +148,7 @@ def header(source: ReportSource, written_utc: str, base: ReportSource | None = N
     for key, task in source.tasks.items():
         o = source.origins[key]
         tasks.append({"task": key, "system": task.system.value, "split": task.split, "rows": len(task.rows),
+                      "sample": task.sample.as_dict() if task.sample is not None else None,
                       "cases_file": str(task.cases_path) if task.cases_path else "", **o.as_dict()})
     m = source.manifest
     facts: list[list[str]] = [["folder", str(source.path)], ["kind", source.kind.value]]
@@ -170,6 +172,14 @@ def header(source: ReportSource, written_utc: str, base: ReportSource | None = N
         banner.append("Rows from local:lexical, a keyword proposer: not a language model.")
     if Producer.SHADOW.value in producers:
         banner.append("Shadow replay: recorded proposals re-decided under candidate assets; no model was called.")
+    for key, task in source.tasks.items():
+        s = task.sample
+        if s is not None:
+            paths = ", ".join(f"{p} {n:,}" for p, n in s.final_paths.items())
+            banner.append(f"SAMPLED: {key} holds {s.total:,} rows, over the report's cap of {s.cap:,} rows per "
+                          f"ledger, so it was never loaded whole: the scorecard and the explorer show every "
+                          f"{s.every}th row ({s.kept:,} rows). Over all {s.total:,} rows: final paths {paths}; "
+                          f"valid JSON {s.valid_json:,}.")
     if Producer.PUBLISHED.value in producers:
         banner.append("Published artifact: rows recorded by live model runs, read from the artifact (not re-run).")
     return {"title": f"routebr-kit report — {source.path.name or source.path}", "producers": producers,
@@ -293,7 +303,7 @@ def build_report(source: ReportSource, *, base: ReportSource | None = None, gate
         chosen, release = choose_gate(gate, base.ledgers, source.ledgers, diff, replay=replay)
         view = diff_view(diff, chosen, release)
     notebooks = [{"name": n.name, "status": n.status, "seconds": n.seconds, "executed": n.executed,
-                  "error": n.error} for n in source.notebooks]
+                  "error": n.error, "anchor": anchor_id("nb", n.name, i)} for i, n in enumerate(source.notebooks)]
     return ReportData(header(source, written_utc, base), cards, view, explorer, chunks, base_chunks, case_chunk,
                       list(figures), notebooks)
 

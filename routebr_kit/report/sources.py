@@ -33,10 +33,14 @@ from ..review.ledgers import SHADOW_KEY, SHADOW_MANIFEST, LedgerSet, LedgerTask,
 from ..store.artifact import PUBLISHED_COMMIT, PUBLISHED_REPOSITORY, is_artifact_dir
 from ..store.assets import read_json
 from ..store.ledger import MANIFEST, PREDICTIONS, RAW
+from .urls import safe_href
 
 #: The file a ``routebr-kit reproduce`` output is recognised by, and the keys it must hold.
 REPRODUCE_MANIFEST = "manifest.json"
 _REPRODUCE_KEYS = ("params_name", "notebooks")
+#: The most ledger rows a report loads per run folder: a bigger ledger is streamed once, summarised (row count,
+#: final paths, valid JSON over every row) and sampled (every k-th row, at most this many), and the page says so.
+MAX_ROWS = 200_000
 #: Where the notebooks' figures are listed (``routebr_kit.notebook.outputs.CAPTIONS``; named here because the
 #: notebook layer sits above this one).
 CAPTIONS = "captions.json"
@@ -149,23 +153,25 @@ def _is_reproduce(path: Path) -> bool:
     return all(k in doc for k in _REPRODUCE_KEYS)
 
 
-def load_source(path: str | Path, *, cases: str | Path | None = None, details: bool = True) -> ReportSource:
+def load_source(path: str | Path, *, cases: str | Path | None = None, details: bool = True,
+                max_rows: int | None = None) -> ReportSource:
     """Read the folder a report is made from (see the module docstring); a bad folder is a located DataError.
 
     ``details=False`` skips the per-row decision details ``load_ledgers`` derives for the diff (a report without
     ``--base`` builds full decision records itself); a shadow output's own per-row records are always read.
     """
+    max_rows = MAX_ROWS if max_rows is None else max_rows
     root = Path(path)
-    if not root.exists():
+    if not root.exists() and not root.is_symlink():
         raise DataError(ErrorCode.FILE_NOT_FOUND, "a run directory, a shadow output, a reproduce output or an "
                         "artifact (result) folder", file=str(root))
     artifact = _artifact_root(root.resolve())
     if artifact is not None:
         return _artifact_source(root, artifact, details)
     if root.is_dir() and _is_reproduce(root):
-        return _reproduce_source(root, cases, details)
+        return _reproduce_source(root, cases, details, max_rows)
     kind = SourceKind.SHADOW if (root / SHADOW_MANIFEST).is_file() else SourceKind.RUNS
-    ledgers = load_ledgers(root, cases=cases, details=details or kind is SourceKind.SHADOW)
+    ledgers = load_ledgers(root, cases=cases, details=details or kind is SourceKind.SHADOW, max_rows=max_rows)
     top = ledgers.manifest if kind is SourceKind.SHADOW else {}
     return ReportSource(root, kind, ledgers, {k: origin_of(t) for k, t in ledgers.tasks.items()},
                         _loose_figures(root), manifest=top)
@@ -186,7 +192,7 @@ def _artifact_source(path: Path, artifact: Path, details: bool) -> ReportSource:
                         artifact_root=artifact)
 
 
-def _reproduce_source(path: Path, cases: str | Path | None, details: bool) -> ReportSource:
+def _reproduce_source(path: Path, cases: str | Path | None, details: bool, max_rows: int) -> ReportSource:
     manifest = read_json(path / REPRODUCE_MANIFEST, "a reproduce manifest.json object")
     tasks: dict[str, LedgerTask] = {}
     assets = None
@@ -202,7 +208,8 @@ def _reproduce_source(path: Path, cases: str | Path | None, details: bool) -> Re
     chosen = _runs_cases(runs, _cases_files(path) if runs and cases is None else {}, cases)
     for folder in runs:
         key = folder.relative_to(path).as_posix()
-        for sub, task in load_ledgers(folder, cases=chosen[folder], details=details).tasks.items():
+        for sub, task in load_ledgers(folder, cases=chosen[folder], details=details,
+                                             max_rows=max_rows).tasks.items():
             name = key if sub == "." else f"{key}/{sub}"
             tasks[name] = _rekeyed(task, name)
     ledgers = LedgerSet(path, "runs", tasks, assets, {})
@@ -215,7 +222,7 @@ def _reproduce_source(path: Path, cases: str | Path | None, details: bool) -> Re
 
 def _rekeyed(task: LedgerTask, key: str) -> LedgerTask:
     return LedgerTask(key, task.system, task.rows, task.cases, task.path, task.receipts, task.manifest, task.details,
-                      task.cases_path)
+                      task.cases_path, task.sample)
 
 
 def _cases_files(root: Path) -> dict[str, Path]:
@@ -264,6 +271,8 @@ def _runs_cases(runs: Sequence[Path], by_hash: Mapping[str, Path], explicit: str
 def _notebook_figures(root: Path, notebooks: Sequence[NotebookEntry]) -> tuple[FigureFile, ...]:
     figures = []
     for nb in notebooks:
+        if safe_href(nb.name) is None or "/" in nb.name:  # a name from the manifest: one plain folder name only
+            continue
         captions = root / nb.name / CAPTIONS
         if not captions.is_file():
             continue
@@ -271,22 +280,14 @@ def _notebook_figures(root: Path, notebooks: Sequence[NotebookEntry]) -> tuple[F
             if not isinstance(entry, dict) or entry.get("kind") != "figure":
                 continue
             png = next((f for f in entry.get("files") or [] if str(f).endswith(".png")), None)
-            if png and (root / nb.name / png).is_file():
+            if png and ((root / nb.name / png).exists() or (root / nb.name / png).is_symlink()):
                 figures.append(FigureFile(root / nb.name / png, str(entry.get("caption") or ""), nb.name))
     return tuple(figures)
 
 
 def _read_list(path: Path) -> list[Any]:
     """A JSON list file, read through the strict reader (wrapped, since it reads objects)."""
-    from ..core.strict_json import StrictJsonError, strict_loads
-
-    try:
-        value = strict_loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, StrictJsonError) as exc:
-        raise DataError(ErrorCode.INVALID_JSON, "a JSON list of captions", file=str(path), detail=str(exc)) from None
-    if not isinstance(value, list):
-        raise DataError(ErrorCode.WRONG_TYPE, "a JSON list of captions", file=str(path), got=type(value).__name__)
-    return value
+    return read_json(path, "a JSON list of captions", kind=list)
 
 
 def _loose_figures(root: Path) -> tuple[FigureFile, ...]:

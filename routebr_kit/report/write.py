@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.errors import DataError, ErrorCode
 from ..review.gate import Gate
 from .html import figure_views, write_html, written_time
 from .model import build_report
@@ -39,6 +40,13 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, *, base: st
     started = time.perf_counter()
     source = load_source(run_dir, cases=cases, details=base is not None)  # details: what the diff pairs on
     base_source = load_source(base, cases=base_cases if base_cases is not None else cases) if base else None
+    if base_source is not None:
+        for side in (source, base_source):
+            sampled = next((t for t in side.tasks.values() if t.sample is not None), None)
+            if sampled is not None:
+                raise DataError(ErrorCode.LIMIT_EXCEEDED, f"ledgers of at most {sampled.sample.cap:,} rows for the "
+                                "report's paired diff (a sample cannot be paired; routebr-kit diff compares them)",
+                                file=str(sampled.path), got=f"{sampled.sample.total:,} rows")
     data = build_report(source, base=base_source, gate=gate, written_utc=written_time(),
                         figures=figure_views(source.figures, source.path))
     path = write_html(data, out if out is not None else default_out(run_dir, source.kind))

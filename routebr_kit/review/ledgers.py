@@ -24,11 +24,12 @@ from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_json
 from ..core.records import System, Terminal
 from ..runs.replay import replay_rows
+from ..store import ledger as _ledger
 from ..store.artifact import CONFIRM, SELECT, Artifact, is_artifact_dir
 from ..store.assets import Assets, assets_beside
 from ..store.cases import Case, Split, load_cases
 from ..store.files import read_json, read_json_lines
-from ..store.ledger import MANIFEST, PREDICTIONS, RAW, PredictionRow, read_predictions
+from ..store.ledger import MANIFEST, PREDICTIONS, RAW, LedgerSample, PredictionRow, read_predictions
 
 #: The manifest section a shadow output adds to each run directory it writes.
 SHADOW_KEY = "shadow"
@@ -95,6 +96,8 @@ class LedgerTask:
     manifest: Mapping[str, Any] = field(default_factory=dict)
     details: Mapping[RowKey, RowDetail] = field(default_factory=dict)
     cases_path: Path | None = None
+    #: set when the ledger was over ``load_ledgers(max_rows=…)``: ``rows`` is a sample, this says which and how many
+    sample: LedgerSample | None = None
 
     @cached_property
     def receipt_set(self) -> frozenset[Path]:
@@ -218,13 +221,15 @@ def check_state_schema(task: LedgerTask, assets: Assets) -> None:
 
 
 def load_ledgers(path: str | Path, *, cases: str | Path | None = None, assets: Assets | None = None,
-                 details: bool = True, cache: CasesCache | None = None) -> LedgerSet:
+                 details: bool = True, cache: CasesCache | None = None, max_rows: int | None = None) -> LedgerSet:
     """The ledgers under ``path``: a published artifact directory, a run directory, or a tree of them.
 
     ``cases`` is the gold cases file for run directories whose manifest does not name one (shadow outputs do);
     ``assets`` the assets they ran under (default: the ones stored next to the cases file), needed only to
     derive decision details of rows without receipts.  ``cache`` shares parsed cases files between loads (the diff
-    loads a base and a shadow of it, which name the same cases files).
+    loads a base and a shadow of it, which name the same cases files).  ``max_rows``: a run's ledger over this many
+    rows is never loaded whole — it is streamed once and sampled (:func:`~routebr_kit.store.ledger.sample_predictions`,
+    the task's ``sample`` says so); a published artifact's ledgers are small and always read whole.
     """
     cache = cache if cache is not None else {}
     root = Path(path)
@@ -241,7 +246,7 @@ def load_ledgers(path: str | Path, *, cases: str | Path | None = None, assets: A
     tasks = {}
     for folder in found:
         key = folder.relative_to(root).as_posix()
-        tasks[key] = _run_task(key, folder, cases, assets, cache, details)
+        tasks[key] = _run_task(key, folder, cases, assets, cache, details, max_rows)
     return LedgerSet(root, "runs", tasks, assets, top_manifest)
 
 
@@ -256,7 +261,7 @@ def _cases_file(folder: Path, manifest: Mapping[str, Any], explicit: str | Path 
 
 
 def _run_task(key: str, folder: Path, cases_arg: str | Path | None, assets: Assets | None,
-              loaded: dict[Path, dict[str, Case]], want_details: bool) -> LedgerTask:
+              loaded: dict[Path, dict[str, Case]], want_details: bool, max_rows: int | None = None) -> LedgerTask:
     manifest_path = folder / MANIFEST
     manifest = read_json(manifest_path, "a run_manifest.json object", record=True) if manifest_path.exists() else {}
     if not manifest.get("system"):
@@ -267,7 +272,11 @@ def _run_task(key: str, folder: Path, cases_arg: str | Path | None, assets: Asse
     except ValueError:
         raise DataError(ErrorCode.UNKNOWN_ENUM, "a system (" + ", ".join(s.value for s in System) + ")",
                         file=str(manifest_path), field="system", got=manifest["system"]) from None
-    rows = read_predictions(folder / PREDICTIONS)
+    sample = None
+    if max_rows is not None and _ledger.count_lines(folder / PREDICTIONS) - 1 > max_rows:
+        rows, sample = _ledger.sample_predictions(folder / PREDICTIONS, max_rows)
+    else:
+        rows = read_predictions(folder / PREDICTIONS)
     _unique_rows(rows, str(folder / PREDICTIONS))
     cases_path = _cases_file(folder, manifest, cases_arg)
     resolved = cases_path.resolve()
@@ -282,7 +291,7 @@ def _run_task(key: str, folder: Path, cases_arg: str | Path | None, assets: Asse
     raw = folder / RAW
     receipts = tuple(sorted(raw.glob("*.json"))) if raw.is_dir() else ()
     details: dict[RowKey, RowDetail] = {}
-    task = LedgerTask(key, system, rows, cases, folder, receipts, manifest, details, cases_path)
+    task = LedgerTask(key, system, rows, cases, folder, receipts, manifest, details, cases_path, sample)
     if want_details and system.uses_controller:
         details.update(_shadow_details(folder / SHADOW_ROWS) or _receipt_details(task))
         if len(details) < len(rows):

@@ -242,9 +242,9 @@ def _dask(spec: ExecutorSpec) -> Iterator[cf.Executor]:
             check_scheduler(spec.address)
         try:
             client = Client(spec.address, timeout="10s")
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ValueError, KeyError) as exc:  # an inproc:// name no scheduler here holds
             raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a reachable Dask scheduler", field="executor",
-                            got=spec.address, detail=str(exc)) from None
+                            got=spec.address, detail=str(exc) or type(exc).__name__) from None
         with client:
             yield client.get_executor(pure=False)
         return

@@ -30,6 +30,7 @@ import posixpath
 import shutil
 import tarfile
 import tempfile
+import time
 import urllib.error
 import urllib.request
 import zlib
@@ -243,7 +244,12 @@ def fetch_artifact(dest: str | Path | None = None, *, url: str | None = None, ar
     return FetchResult(dest, source, len(manifest.files), archive_sha256, not_installed, notices)
 
 
+#: The total deadline of one archive download (connect, headers and the whole body), seconds.
+DOWNLOAD_DEADLINE_S = 1800.0
+
+
 def download(url: str, target: Path, *, timeout: float = 60.0, max_bytes: int = MAX_ARCHIVE_BYTES,
+             deadline_s: float = DOWNLOAD_DEADLINE_S,
              progress: Callable[[int, int | None], None] | None = None) -> None:
     """Stream ``url`` into ``target``; any failure is one ``DOWNLOAD_FAILED`` error naming the URL."""
     request = urllib.request.Request(url, headers={"User-Agent": "routebr-kit fetch-artifact"})
@@ -255,11 +261,16 @@ def download(url: str, target: Path, *, timeout: float = 60.0, max_bytes: int = 
                 raise DataError(ErrorCode.UNSAFE_ARCHIVE, f"an archive of at most {max_bytes} bytes", file=url,
                                 got=f"{total} bytes")
             written = 0
-            while chunk := response.read(_CHUNK):
+            until = time.monotonic() + deadline_s
+            reader = getattr(response, "read1", None) or response.read
+            while chunk := reader(_CHUNK):
                 written += len(chunk)
                 if written > max_bytes:
                     raise DataError(ErrorCode.UNSAFE_ARCHIVE, f"an archive of at most {max_bytes} bytes", file=url,
                                     got=f"more than {max_bytes} bytes")
+                if time.monotonic() > until:
+                    raise DataError(ErrorCode.DOWNLOAD_FAILED, f"the whole archive within {deadline_s:g} s",
+                                    file=url, got=f"{written:,} bytes when the deadline passed")
                 out.write(chunk)
                 if progress is not None:
                     progress(written, total)

@@ -4,7 +4,9 @@ Each rule below fails with one :class:`~routebr_kit.core.errors.DataError` namin
 field (a dotted path such as ``stages.ROUTEBR`` or ``gate[2]``) and an :class:`~routebr_kit.core.errors.ErrorCode`:
 
 * **A regular file of bounded size.** A missing path is ``FILE_NOT_FOUND``; a directory, a FIFO or a device is
-  ``WRONG_TYPE``; a symbolic-link loop or an unreadable file ``FILE_UNREADABLE``; more than ``max_bytes`` bytes
+  ``WRONG_TYPE`` (so is a dangling symbolic link; the file is opened without blocking and its type checked on the
+  open descriptor, so a FIFO never hangs a read); a symbolic-link loop or an unreadable file ``FILE_UNREADABLE``;
+  more than ``max_bytes`` bytes
   (:data:`MAX_JSON_BYTES`, :data:`MAX_YAML_BYTES`, :data:`MAX_CSV_BYTES`) is ``LIMIT_EXCEEDED`` — read at most
   that many bytes, whatever the file claims.
 * **Clean UTF-8 text.** Invalid UTF-8 is ``FILE_UNREADABLE``; a byte-order mark is ``INVALID_ENCODING`` except in
@@ -28,16 +30,17 @@ line of a JSON-lines file, a ``--set KEY=VALUE`` value): :func:`parse_json` and 
 from __future__ import annotations
 
 import codecs
-import errno
 import json
 import math
+import os
 import re
-import stat
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import DataError, ErrorCode
+from ..core.hashing import open_regular
 from ..core.strict_json import MAX_FILE_DEPTH, JsonIssue, StrictJsonError, strict_loads
 
 #: Nesting bound of every file (a scalar has depth 0, ``[]`` and ``{}`` depth 1).
@@ -63,26 +66,46 @@ _LINE_IN_DETAIL = re.compile(r"line (\d+) column")
 def read_bytes(path: str | Path, expected: str = "a file", *, max_bytes: int = MAX_JSON_BYTES) -> bytes:
     """The bytes of a regular file of at most ``max_bytes`` bytes (see the module docstring for the errors)."""
     name = str(path)
-    try:
-        info = Path(path).stat()
-    except FileNotFoundError:
-        raise DataError(ErrorCode.FILE_NOT_FOUND, expected, file=name) from None
-    except OSError as exc:
-        detail = "a symbolic-link loop" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
-        raise DataError(ErrorCode.FILE_UNREADABLE, expected, file=name, detail=detail) from None
-    if not stat.S_ISREG(info.st_mode):
-        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "a special file (FIFO, socket or device)"
-        raise DataError(ErrorCode.WRONG_TYPE, expected, file=name, got=kind)
-    if info.st_size > max_bytes:
-        raise _too_large(name, expected, max_bytes, info.st_size)
-    try:
-        with open(path, "rb") as handle:
+    with open_regular(path, expected) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > max_bytes:
+            raise _too_large(name, expected, max_bytes, size)
+        try:
             data = handle.read(max_bytes + 1)
-    except OSError as exc:
-        raise DataError(ErrorCode.FILE_UNREADABLE, expected, file=name, detail=exc.strerror or str(exc)) from None
+        except OSError as exc:
+            raise DataError(ErrorCode.FILE_UNREADABLE, expected, file=name, detail=exc.strerror or str(exc)) from None
     if len(data) > max_bytes:  # the file grew between stat and read
         raise _too_large(name, expected, max_bytes, len(data))
     return data
+
+
+def read_body(response: Any, *, deadline: float, max_bytes: int, what: str, chunk: int = 1 << 16,
+              sink: Any = None) -> bytes:
+    """A network body read under a **total** deadline (``time.monotonic()`` value) and a size bound.
+
+    ``read1`` returns as soon as any bytes arrive, so a server that drips one byte a second, or sends forever,
+    is cut off at ``deadline`` (plus at most one socket timeout) or at ``max_bytes``, whichever comes first — a
+    per-read socket timeout alone never ends an endless body.  With ``sink`` (a binary file) the chunks are
+    written there and ``b""`` is returned.  Past the deadline: ``LIMIT_EXCEEDED``; past the size: the same.
+    """
+    parts: list[bytes] = []
+    total = 0
+    reader = getattr(response, "read1", None) or response.read
+    while True:
+        if time.monotonic() > deadline:
+            raise DataError(ErrorCode.LIMIT_EXCEEDED, f"{what} read completely within its deadline",
+                            got=f"{total:,} bytes when the deadline passed")
+        data = reader(chunk)
+        if not data:
+            break
+        total += len(data)
+        if total > max_bytes:
+            raise _too_large(what, what, max_bytes, total)
+        if sink is not None:
+            sink.write(data)
+        else:
+            parts.append(data)
+    return b"".join(parts)
 
 
 def _too_large(name: str, expected: str, limit: int, size: int) -> DataError:

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..core.controller import Decision
 from ..core.errors import DataError, ErrorCode
-from ..core.hashing import sha256_bytes
+from ..core.hashing import open_regular, sha256_bytes
 from ..core.records import Boundary
 from .assets import read_csv
 from .files import parse_json, read_json
@@ -114,10 +114,14 @@ def prediction_from_decision(decision: Decision, system_id: str, *, repeat_id: s
     )
 
 
+#: The columns every ledger has.
+LEDGER_REQUIRED = ("case_id", "system_id", "pred_action", "pred_object_id", "pred_boundary", "pred_final_path",
+                   "topk_json", "valid_json", "fallback_used")
+
+
 def read_predictions(path: str | Path) -> tuple[PredictionRow, ...]:
     """Read a ``predictions.csv`` (published or kit); malformed values raise a located :class:`DataError`."""
-    table = read_csv(path, ("case_id", "system_id", "pred_action", "pred_object_id", "pred_boundary",
-                            "pred_final_path", "topk_json", "valid_json", "fallback_used"))
+    table = read_csv(path, LEDGER_REQUIRED)
     if table.rows and not _ends_with_newline(path):
         raise DataError(ErrorCode.ROW_SHAPE, "a complete last row (the file ends mid-row: a truncated ledger)",
                         file=table.path, line=table.rows[-1][0])
@@ -125,6 +129,77 @@ def read_predictions(path: str | Path) -> tuple[PredictionRow, ...]:
     for line, values in table.rows:
         rows.append(_parse_row(table.path, line, values))
     return tuple(rows)
+
+
+@dataclass(frozen=True)
+class LedgerSample:
+    """What :func:`sample_predictions` kept of a ledger over a row cap, and the summary of all its rows."""
+
+    total: int  # data rows in the file
+    kept: int  # rows kept (every ``every``-th, starting with the first)
+    every: int
+    cap: int
+    final_paths: Mapping[str, int]  # pred_final_path -> rows, over every row of the file
+    valid_json: int  # rows with valid_json true, over every row
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"total": self.total, "kept": self.kept, "every": self.every, "cap": self.cap,
+                "final_paths": dict(self.final_paths), "valid_json": self.valid_json}
+
+
+def count_lines(path: str | Path) -> int:
+    """Physical lines of a file, streamed in 1 MiB blocks (an upper bound on its CSV records; a regular file
+    only)."""
+    lines = 0
+    last = b"\n"
+    with open_regular(path, "a predictions.csv ledger") as handle:
+        while block := handle.read(1 << 20):
+            lines += block.count(b"\n")
+            last = block[-1:]
+    return lines + (last != b"\n")
+
+
+def sample_predictions(path: str | Path, cap: int) -> tuple[tuple[PredictionRow, ...], LedgerSample]:
+    """A ledger too large to load whole, streamed once: every row is checked and counted (its final path, its
+    ``valid_json``), and every ``k``-th row kept, ``k`` chosen from the line count so that at most ``cap`` rows
+    are kept.  Memory is bounded by ``cap`` rows whatever the file's size."""
+    name = str(path)
+    every = max(1, -(-max(count_lines(path) - 1, 0) // cap))
+    kept: list[PredictionRow] = []
+    paths: dict[str, int] = {}
+    valid = total = 0
+    with open_regular(path, "a predictions.csv ledger") as raw:
+        text = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="strict", newline="")
+        reader = csv.reader(text, strict=True)
+        try:
+            header = [h.strip() for h in next(reader)]
+        except StopIteration:
+            raise DataError(ErrorCode.EMPTY_FILE, "a header line", file=name, line=1) from None
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise DataError(ErrorCode.ROW_SHAPE, "a CSV header line", file=name, line=1, detail=str(exc)) from None
+        for column in LEDGER_REQUIRED:
+            if column not in header:
+                raise DataError(ErrorCode.MISSING_COLUMN, f"a column named {column!r}", file=name, line=1,
+                                field=column, got=header)
+        start = reader.line_num + 1
+        try:
+            for record in reader:
+                line, start = start, reader.line_num + 1
+                if not record or all(not cell.strip() for cell in record):
+                    continue
+                if len(record) != len(header):
+                    raise DataError(ErrorCode.ROW_SHAPE, f"{len(header)} fields", file=name, line=line,
+                                    got=f"{len(record)} fields")
+                row = _parse_row(name, line, dict(zip(header, record)))
+                paths[row.pred_final_path] = paths.get(row.pred_final_path, 0) + 1
+                valid += bool(row.valid_json)
+                if total % every == 0 and len(kept) < cap:
+                    kept.append(row)
+                total += 1
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise DataError(ErrorCode.ROW_SHAPE, "a well-formed CSV record", file=name, line=start,
+                            detail=str(exc)) from None
+    return tuple(kept), LedgerSample(total, len(kept), every, cap, dict(sorted(paths.items())), valid)
 
 
 def _ends_with_newline(path: str | Path) -> bool:

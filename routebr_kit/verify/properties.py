@@ -39,7 +39,7 @@ from ..core.errors import DataError, ErrorCode
 from ..core.records import NONE, UNRESOLVED, Catalog, ReasonCode, Terminal
 from ..core.rules import Condition
 from ..core.strict_json import StrictJsonError, strict_loads
-from ..store.files import read_yaml
+from ..store.files import read_text, read_yaml
 
 
 class Quantifier(str, enum.Enum):
@@ -216,12 +216,9 @@ def load_properties(path: str | Path, catalog: Catalog, rule_ids: Sequence[str])
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".json":
+        text = read_text(path, "an assertion file")
         try:
-            doc: Any = strict_loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise DataError(ErrorCode.FILE_NOT_FOUND, "an assertion file", file=str(path)) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise DataError(ErrorCode.FILE_UNREADABLE, "an assertion file", file=str(path), detail=str(exc)) from None
+            doc: Any = strict_loads(text)
         except StrictJsonError as exc:
             raise DataError(ErrorCode.INVALID_JSON, "strict JSON (no repeated keys, no NaN)", file=str(path),
                             detail=exc.detail) from None
