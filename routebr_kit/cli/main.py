@@ -52,6 +52,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("verify", "verify"),
     "report": ("report", "report"),
     "serve-model": ("serve_model", "serve_model"),
+    "train-proposer": ("train_proposer", "train_proposer"),
 }
 
 
