@@ -170,4 +170,4 @@ def conclusion_magic(line: str, cell: str) -> None:
     namespace = get_ipython().user_ns
     if name not in namespace:
         raise ConclusionError(f"%%conclusion {name}: no variable {name!r} in this notebook (compute it above)")
-    display(Markdown(render_conclusion(cell, namespace[name])))
+    display(Markdown(render_conclusion(cell.rstrip("\n"), namespace[name])))
