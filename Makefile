@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 KIT    := $(VENV)/bin/routebr-kit
 STAMP  := $(VENV)/.installed
 LOCK   := requirements/lock.txt
-EXTRAS := dev,scale
+EXTRAS := dev,scale,learned
 ARTIFACT ?=
 PARAMS ?= params/default.yaml
 # JupyterLab refuses to start as root without this flag (containers, CI machines).

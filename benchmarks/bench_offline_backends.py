@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/bench_offline_backends.py [--artifact ../shared/routebr_artifact] [--repeat 5]
 
-* proposals per second of ``sim:<profile>`` and ``local:lexical`` on the 160 SELECT cases (backend calls only);
+* proposals (cases) per second of ``local:lexical``, ``local:learned`` (trained first; its training time printed) and
+  ``sim:<profile>`` on the 160 SELECT cases (backend calls only);
 * wall time of a full RouteBR run of SELECT-160 through the runner (receipts, fsynced ledger, manifest);
 * ``sim:`` with ``sleep_scale`` so each call really waits its simulated latency scaled down 20×: wall time at
   concurrency 1, 8 and 32 against the ideal ``Σ latency / concurrency``.
@@ -51,9 +52,19 @@ def main() -> None:
 
     sim = SimulatedBackend("deepseek_v4_primary", cases)
     lexical = LexicalBackend(artifact.assets.catalog)
-    print(f"backend calls, {len(cases)} SELECT cases, best of {args.repeat}:")
+    print(f"backend calls (cases/s), {len(cases)} SELECT cases, best of {args.repeat}:")
     print(f"  sim:deepseek_v4_primary  {calls_per_second(sim, cases, payloads, args.repeat):9,.0f} calls/s")
     print(f"  local:lexical            {calls_per_second(lexical, cases, payloads, args.repeat):9,.0f} calls/s")
+    try:
+        from routebr_kit.backends.learned import LearnedBackend, train
+
+        start = time.perf_counter()
+        learned = LearnedBackend(train())
+        trained = time.perf_counter() - start
+        rate = calls_per_second(learned, cases, payloads, args.repeat)
+        print(f"  local:learned            {rate:9,.0f} calls/s  (trained in {trained:.1f} s on generated data)")
+    except Exception as exc:  # noqa: BLE001 - the extra [learned] is optional
+        print(f"  local:learned            not run: {exc}")
 
     with tempfile.TemporaryDirectory() as tmp:
         for name, backend in (("sim:deepseek_v4_primary", sim), ("local:lexical", lexical)):

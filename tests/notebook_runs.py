@@ -39,7 +39,7 @@ VARIANTS: dict[str, tuple[tuple[str, dict[str, Any], dict[str, str]], ...]] = {
     "11_adversarial": tuple((f"seed-{s}", {"seed": s, "per_family": 4}, {}) for s in (1, 2)),
     "12_metaroute_robustness": tuple((f"sample-{s}", {"samples": 6, "seeds": 3, "sample_seed": s}, {})
                                      for s in (1, 2)),
-    "13_live_small_model": tuple((f"seed-{s}", {"live": False, "seed": s, "n_cases": 8}, {}) for s in (1, 2)),
+    "13_real_proposers": tuple((f"seed-{s}", {"seed": s, "train_seeds": [0]}, {}) for s in (8, 9)),
 }
 
 _ROOT: Path | None = None

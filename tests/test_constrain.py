@@ -3,6 +3,8 @@ the no-key loopback profile; the GGUF check and the missing-extra line of serve-
 
 from __future__ import annotations
 
+import importlib.util
+import itertools
 import json
 
 import jsonschema
@@ -10,7 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routebr_kit.backends.constrain import Constrain, SchemaStyle, answer_schema, response_format, schema_for_call
+from routebr_kit.backends.constrain import (
+    TERMINAL_BOUNDARY_PAIRS,
+    Constrain,
+    SchemaStyle,
+    answer_schema,
+    check_grammar,
+    response_format,
+    schema_for_call,
+)
 from routebr_kit.backends.local_server import (
     SMOLLM2,
     check_gguf,
@@ -23,20 +33,17 @@ from routebr_kit.backends.profiles import load_profile, load_profiles
 from routebr_kit.backends.registry import DEFAULT_PROFILES, make_backend
 from routebr_kit.core.calls import ModelCall
 from routebr_kit.core.contract import check_proposal, repair_payload
-from routebr_kit.core.errors import ContractErrorCode as C
 from routebr_kit.core.errors import DataError, ErrorCode
-from routebr_kit.core.records import NONE, UNRESOLVED, Boundary, Stage, Terminal
+from routebr_kit.core.records import NONE, UNRESOLVED, Stage
 from routebr_kit.dataset import generate_benchmark
 from routebr_kit.prompts import load_prompts
+from routebr_kit.prompts.published import stage_errors
 from routebr_kit.systems.baselines import check_direct, direct_payload
 
 BENCH = generate_benchmark(seed=0, language="en")
 ASSETS = BENCH.assets
 CASES = [c for c in BENCH.cases if c.split.value != "DEV"][:40]
 CONTROLLER = ASSETS.controller()
-#: what a schema cannot express; the controller must still find these
-SEMANTIC = {C.TOPK_NOT_UNIQUE, C.TOPK_NOT_PRIMARY_FIRST, C.OBJECT_REQUIRED, C.OBJECT_TYPE_MISMATCH,
-            C.OBJECT_FREE_REQUIRES_NONE, C.DISPATCH_REQUIRES_ALLOW, C.TERMINAL_BOUNDARY_MISMATCH}
 
 
 def _payload(stage: Stage, case) -> dict:
@@ -45,25 +52,52 @@ def _payload(stage: Stage, case) -> dict:
     return direct_payload(case.request, ASSETS.catalog, ASSETS.policy if stage is Stage.B2_DIRECT_GUARD else None)
 
 
-@pytest.mark.parametrize("stage", [Stage.ROUTEBR, Stage.B1_DIRECT, Stage.B2_DIRECT_GUARD])
-def test_schema_is_valid_json_schema_and_its_enums_are_the_catalog_candidates_and_rules(stage):
+STAGES = [Stage.ROUTEBR, Stage.B1_DIRECT, Stage.B2_DIRECT_GUARD]
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_schema_is_one_branch_per_action_and_its_enums_are_the_catalog_candidates_and_rules(stage):
+    ids = list(ASSETS.catalog.ids)
     for case in CASES[:10]:
         schema = schema_for_call(stage, _payload(stage, case))
         jsonschema.Draft202012Validator.check_schema(schema)
-        props = schema["properties"]
-        assert props["action_id"]["enum"] == list(ASSETS.catalog.ids)
-        assert props["topk"]["items"]["enum"] == list(ASSETS.catalog.ids)
-        assert (props["topk"]["minItems"], props["topk"]["maxItems"], props["topk"]["uniqueItems"]) == (1, 3, True)
-        assert props["object_id"]["enum"] == [e.object_id for e in case.request.candidates] + [NONE, UNRESOLVED]
-        assert schema["additionalProperties"] is False and schema["required"] == list(props)
-        if stage is Stage.ROUTEBR:
-            assert set(props) == {"action_id", "object_id", "topk"}
-        else:
-            assert props["terminal"]["enum"] == [t.value for t in Terminal]
-            assert props["boundary"]["enum"] == [b.value for b in Boundary]
-            assert ("rule_ids" in props) is (stage is Stage.B2_DIRECT_GUARD)
-        if stage is Stage.B2_DIRECT_GUARD:
-            assert props["rule_ids"]["items"]["enum"] == [r.rule_id for r in ASSETS.policy.rules]
+        branches = schema["anyOf"]
+        per_action = 1 if stage is Stage.ROUTEBR else len(TERMINAL_BOUNDARY_PAIRS)
+        assert len(branches) == len(ids) * per_action
+        for branch in branches:
+            props = branch["properties"]
+            action = ASSETS.catalog[props["action_id"]["const"]]
+            assert all(t[0] == action.action_id and len(set(t)) == len(t) <= 3 for t in props["topk"]["enum"])
+            objects = props["object_id"]["enum"]
+            if action.requires_object:
+                assert objects[-1] == UNRESOLVED and all(
+                    case.request.candidate_index[o].object_type in action.required_object_types for o in objects[:-1])
+            else:
+                assert objects == [NONE]
+            assert branch["additionalProperties"] is False and branch["required"] == list(props)
+            if stage is Stage.ROUTEBR:
+                assert set(props) == {"action_id", "object_id", "topk"}
+            else:
+                pair = (props["terminal"]["const"], props["boundary"]["const"])
+                assert pair in TERMINAL_BOUNDARY_PAIRS
+                assert ("rule_ids" in props) is (stage is Stage.B2_DIRECT_GUARD)
+            if stage is Stage.B2_DIRECT_GUARD:
+                assert props["rule_ids"]["items"]["enum"] == [r.rule_id for r in ASSETS.policy.rules]
+
+
+def test_the_schema_is_exactly_the_contract_on_every_answer_over_the_identifiers():
+    """Completeness and soundness over the finite answer space (every action, every candidate or sentinel, every
+    topk of 1-3 catalog actions, duplicates included): schema-valid exactly when the contract accepts."""
+    ids = list(ASSETS.catalog.ids)
+    topks = [list(t) for n in (1, 2, 3) for t in itertools.product(ids, repeat=n)]
+    for case in [c for c in CASES if len(c.request.candidates) >= 2][:2] + [c for c in CASES
+                                                                          if not c.request.candidates][:1]:
+        validator = jsonschema.Draft202012Validator(schema_for_call(Stage.ROUTEBR, _payload(Stage.ROUTEBR, case)))
+        objects = [e.object_id for e in case.request.candidates] + [NONE, UNRESOLVED]
+        for action_id, object_id, topk in itertools.product(ids, objects, topks):
+            value = {"action_id": action_id, "object_id": object_id, "topk": topk}
+            ok = check_proposal(value, ASSETS.catalog, case.request.candidate_index).ok
+            assert validator.is_valid(value) is ok, (value, ok)
 
 
 def test_a_repair_gets_the_schema_of_the_stage_it_repairs():
@@ -77,7 +111,7 @@ def test_wire_forms_none_inline_openai():
     payload = _payload(Stage.ROUTEBR, CASES[0])
     assert response_format(Constrain.NONE, SchemaStyle.INLINE, Stage.ROUTEBR, payload) == {"type": "json_object"}
     inline = response_format(Constrain.JSON_SCHEMA, SchemaStyle.INLINE, Stage.ROUTEBR, payload)
-    assert inline["type"] == "json_object" and inline["schema"]["type"] == "object"
+    assert inline["type"] == "json_object" and inline["schema"]["anyOf"]
     openai = response_format(Constrain.JSON_SCHEMA, SchemaStyle.OPENAI, Stage.ROUTEBR, payload)
     assert openai["type"] == "json_schema" and openai["json_schema"]["strict"] is True
     assert openai["json_schema"]["schema"] == inline["schema"]
@@ -97,12 +131,14 @@ def test_an_empty_catalog_or_rule_table_cannot_be_constrained():
 
 @st.composite
 def _instance(draw, schema):
-    """Any JSON value the schema admits (what a grammar-constrained decoder may emit), duplicates in topk included
-    (llama.cpp's grammar conversion ignores uniqueItems)."""
-    props = schema["properties"]
+    """Any JSON value the schema admits (what a grammar-constrained decoder may emit): a branch, then a value of
+    each of its enums (topk lists are enumerated in the schema, so no uniqueItems is relied on)."""
+    branch = draw(st.sampled_from(schema["anyOf"]))
     out = {}
-    for name, spec in props.items():
-        if spec["type"] == "string":
+    for name, spec in branch["properties"].items():
+        if "const" in spec:
+            out[name] = spec["const"]
+        elif "enum" in spec:
             out[name] = draw(st.sampled_from(spec["enum"]))
         else:
             out[name] = draw(st.lists(st.sampled_from(spec["items"]["enum"]), min_size=spec["minItems"],
@@ -112,29 +148,49 @@ def _instance(draw, schema):
 
 @settings(max_examples=200, deadline=None)
 @given(data=st.data(), index=st.integers(0, len(CASES) - 1))
-def test_constrained_outputs_have_no_format_errors_but_semantic_errors_stay_the_controllers(data, index):
-    """Theorem (domain: any instance of the schema, topk duplicates allowed): the contract check finds no format
-    error — parse, catalog, registry, length — only errors a schema cannot express; the controller still runs them."""
+def test_every_instance_of_every_schema_passes_the_contract_and_the_baseline_validators(data, index):
+    """Theorem (issue 33; domain: any instance of the schema): the kit's contract check, the B1/B2 validator and the
+    published validators find no error at all — valid by construction.  (Semantics stay the controller's: the state
+    and the rules still decide.)"""
     case = CASES[index]
-    schema = schema_for_call(Stage.ROUTEBR, _payload(Stage.ROUTEBR, case))
-    value = data.draw(_instance(schema))
-    codes = set(check_proposal(json.dumps(value), ASSETS.catalog, case.request.candidate_index).codes)
-    assert codes <= SEMANTIC, codes
-    b2 = schema_for_call(Stage.B2_DIRECT_GUARD, _payload(Stage.B2_DIRECT_GUARD, case))
-    value = data.draw(_instance(b2))
-    codes = set(check_direct(json.dumps(value), ASSETS.catalog, case.request.candidate_index, ASSETS.policy).codes)
-    assert codes <= SEMANTIC, codes
+    payload = _payload(Stage.ROUTEBR, case)
+    value = data.draw(_instance(schema_for_call(Stage.ROUTEBR, payload)))
+    assert check_proposal(json.dumps(value), ASSETS.catalog, case.request.candidate_index).codes == ()
+    assert stage_errors(Stage.ROUTEBR, json.dumps(value), payload) == ()
+    for stage, policy in ((Stage.B1_DIRECT, None), (Stage.B2_DIRECT_GUARD, ASSETS.policy)):
+        payload = _payload(stage, case)
+        value = data.draw(_instance(schema_for_call(stage, payload)))
+        assert check_direct(json.dumps(value), ASSETS.catalog, case.request.candidate_index, policy).codes == ()
+        assert stage_errors(stage, json.dumps(value), payload) == ()
 
 
-def test_schema_admits_wrong_but_valid_and_the_controller_blocks_it():
-    """A schema-valid proposal can still be rejected: topk not headed by the action (what SmolLM2 did here)."""
+def test_the_schema_refuses_what_smollm2_answered_but_admits_a_wrong_but_valid_proposal():
+    """topk not headed by the action (SmolLM2 at temperature 0 under the old schema) is no longer an instance; a
+    protected request proposed as a lookup still is — semantics are the controller's (state and rules)."""
     case = next(c for c in CASES if c.request.candidates)
     schema = schema_for_call(Stage.ROUTEBR, _payload(Stage.ROUTEBR, case))
     ids = list(ASSETS.catalog.ids)
-    value = {"action_id": ids[0], "object_id": NONE, "topk": [ids[1], ids[2]]}
-    jsonschema.validate(value, schema)
-    assert C.TOPK_NOT_PRIMARY_FIRST in check_proposal(json.dumps(value), ASSETS.catalog,
-                                                      case.request.candidate_index).codes
+    assert not jsonschema.Draft202012Validator(schema).is_valid(
+        {"action_id": ids[0], "object_id": UNRESOLVED, "topk": [ids[1], ids[2]]})
+    jsonschema.validate({"action_id": ids[1], "object_id": UNRESOLVED, "topk": [ids[1], ids[4]]}, schema)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
+                    reason="extra [local] not installed (llama-cpp-python): make local-model")
+def test_llama_cpps_own_converter_takes_every_schema_the_kit_sends_without_falling_back():
+    """llama-cpp-python falls back to plain JSON silently when a schema fails to convert: here a failure (or the
+    plain-JSON grammar) fails the test.  Every stage, a repair, and cases with and without candidates."""
+    from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
+
+    picked = [c for c in CASES if not c.request.candidates][:1] + [c for c in CASES if c.request.candidates][:5]
+    for case in picked:
+        for stage in STAGES:
+            payload = _payload(stage, case)
+            for call_stage, call_payload in ((stage, payload), (Stage("REPAIR_" + stage.value),
+                                                                repair_payload(stage, "{}", (), payload, {}))):
+                grammar = check_grammar(schema_for_call(call_stage, call_payload))
+                assert grammar.strip() and grammar != JSON_GBNF and "const" not in grammar
+                LlamaGrammar.from_string(grammar, verbose=False)
 
 
 # ---------------------------------------------------------------------------------------- backend and profiles

@@ -20,6 +20,7 @@ import pytest
 from routebr_kit.backends.local_server import SMOLLM2, free_port, missing_modules, served_models
 from routebr_kit.cli.main import main
 from routebr_kit.core.calls import FailureKind
+from routebr_kit.core.contract import check_proposal
 from routebr_kit.dataset import generate_benchmark, write_benchmark
 from routebr_kit.runs.replay import replay_rows
 from routebr_kit.store.assets import assets_beside
@@ -118,8 +119,14 @@ def test_cases_through_run_record_replayable_receipts(bench, constrain):
         if constrain == "none":
             assert fmt == {"type": "json_object"}
         else:
-            assert fmt["type"] == "json_object" and set(fmt["schema"]["properties"]) == {"action_id", "object_id",
-                                                                                         "topk"}
+            branches = fmt["schema"]["anyOf"]
+            assert fmt["type"] == "json_object" and all(set(b["properties"]) == {"action_id", "object_id", "topk"}
+                                                        for b in branches)
+            # valid by construction (issue 33): the first reply passes the contract, no repair call
+            case = {c.case_id: c for c in load_cases(bench["cases"])}[row["case_id"]]
+            checked = check_proposal(first["content"], assets_beside(bench["cases"]).catalog,
+                                     case.request.candidate_index)
+            assert checked.ok, (row["case_id"], first["content"], checked.codes)
     # the receipts alone re-decide every case identically (no model call)
     cases = {c.case_id: c for c in load_cases(bench["cases"])}
     ledger = RunLedger(out)
@@ -134,8 +141,8 @@ def test_b1_constrained_through_run(bench):
     out = bench["root"] / "b1-json-schema"
     assert _run(bench, out, "--system", "b1", "--constrain", "json-schema") == 0
     receipt = read_json(out / "raw" / f"{_rows(out)[0]['case_id']}.json", "a receipt")
-    props = receipt["calls"][0]["request_body"]["response_format"]["schema"]["properties"]
-    assert {"terminal", "boundary"} <= set(props) and "rule_ids" not in props
+    for branch in receipt["calls"][0]["request_body"]["response_format"]["schema"]["anyOf"]:
+        assert {"terminal", "boundary"} <= set(branch["properties"]) and "rule_ids" not in branch["properties"]
 
 
 def test_identity_check_uses_what_the_server_reports(bench):

@@ -120,7 +120,10 @@ MAX_LOGIC_LINES = 15
 
 def logic_lines(source: str) -> int:
     """Non-blank, non-comment lines of a code cell that are not part of an import statement (imports declare names;
-    they are not logic).  IPython magics (``%matplotlib inline``) count."""
+    they are not logic).  IPython magics (``%matplotlib inline``) count; a cell magic's body (``%%conclusion facts``:
+    a Markdown template) is not Python and does not count."""
+    if source.lstrip().startswith("%%"):
+        return 0
     lines = source.splitlines()
     python = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in lines)
     imports = {n for node in ast.walk(ast.parse(python)) if isinstance(node, ast.Import | ast.ImportFrom)

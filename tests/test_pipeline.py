@@ -103,8 +103,8 @@ def test_ci_run_writes_notebooks_tables_figures_manifest_and_index(tmp_path, cap
     status = {n["name"]: n["status"] for n in manifest["notebooks"]}
     assert list(status) == [job.name for job in RunPlan.load(PARAMS / "ci.yaml").jobs]
     assert status.pop("07_paper_replay") == "skipped"  # needs the artifact, and this run has none
-    live = status.pop("13_live_small_model")  # needs the optional extra [local]: run only where it is installed
-    assert live == ("skipped" if EXTRAS["local"]() else "ok")
+    real = status.pop("13_real_proposers")  # needs the optional extra [learned]: run only where it is installed
+    assert real == ("skipped" if EXTRAS["learned"]() else "ok")
     assert {"00_quickstart", "01_dataset_construction", "03_rq1_routing_correctness", "06_ablations"} <= set(status)
     assert set(status.values()) == {"ok"}
     assert manifest["input_hashes"]["params/ci.yaml"] and manifest["kit_version"] == rk.__version__
@@ -263,7 +263,7 @@ def test_resume_needs_a_run_folder(tmp_path, capsys):
 @pytest.mark.parametrize("missing", [("llama_cpp",), ()])
 def test_a_notebook_needing_an_optional_extra_runs_only_where_it_is_installed(tmp_path, monkeypatch, missing):
     monkeypatch.setitem(EXTRAS, "local", lambda: missing)
-    plan = _plan(tmp_path, {"notebooks": ["00_quickstart", {"name": "13_live_small_model",
+    plan = _plan(tmp_path, {"notebooks": ["00_quickstart", {"name": "13_real_proposers",
                                                              "requires_extra": "local"}]})
     job = plan.jobs[1]
     assert job.requires_extra == "local"
@@ -272,17 +272,17 @@ def test_a_notebook_needing_an_optional_extra_runs_only_where_it_is_installed(tm
     if missing:
         assert parameters is None and "make local-model" in skip_reason(job, None)
     else:
-        assert parameters is not None and parameters["out_dir"].endswith("13_live_small_model")
+        assert parameters is not None and parameters["out_dir"].endswith("13_real_proposers")
         assert skip_reason(job, None) is None
 
 
 def test_an_unknown_extra_is_a_typed_error(tmp_path):
     with pytest.raises(rk.DataError) as err:
-        _plan(tmp_path, {"notebooks": [{"name": "13_live_small_model", "requires_extra": "gpu"}]})
+        _plan(tmp_path, {"notebooks": [{"name": "13_real_proposers", "requires_extra": "gpu"}]})
     assert err.value.code is rk.ErrorCode.UNKNOWN_ENUM and err.value.field == "notebooks[0].requires_extra"
 
 
-def test_the_shipped_plans_gate_notebook_13_on_the_local_extra():
+def test_the_shipped_plans_gate_notebook_13_on_the_learned_extra():
     for name in ("default.yaml", "ci.yaml"):
         jobs = {job.name: job for job in RunPlan.load(PARAMS / name).jobs}
-        assert jobs["13_live_small_model"].requires_extra == "local"
+        assert jobs["13_real_proposers"].requires_extra == "learned"

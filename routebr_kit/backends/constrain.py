@@ -1,19 +1,28 @@
 """Constrained decoding: the JSON Schema of the one answer a call may give, sent as the server's ``response_format``.
 
 ``--constrain json-schema`` builds, **per request**, a schema from exactly what the model is shown in that call's
-payload: ``action_id`` and every ``topk`` item are enums of the catalog's action IDs, ``object_id`` is an enum of
-the case's candidate object IDs plus ``NONE`` and ``UNRESOLVED``, ``topk`` holds 1–3 unique items; B1 and B2 add
-the ``terminal`` and ``boundary`` enums, B2 a ``rule_ids`` list of the rule table's IDs.  A repair call gets the
-schema of the stage it repairs (built from the original payload it carries).  ``additionalProperties`` is false.
+payload (a repair call: the original payload it carries), valid by construction for the contract:
 
-What a schema can and cannot do — the controller still validates everything:
+* RouteBR — an ``anyOf`` with one branch per catalog action.  A branch fixes ``action_id`` (a ``const``), makes
+  ``topk`` one of the explicit lists that start with that action and hold up to two *other* catalog actions, each
+  once (an ``enum`` of arrays, so no grammar has to honour ``uniqueItems``), and lets ``object_id`` be only the
+  case's candidates whose type the action accepts plus ``UNRESOLVED`` — or only ``NONE`` for an object-free action;
+* B1 and B2 — the same per-action branches, crossed with the allowed ``(terminal, boundary)`` pairs (any terminal
+  with ``ALLOW``; otherwise the terminal equals the boundary, so ``DISPATCH`` only with ``ALLOW``); B2 adds a
+  ``rule_ids`` list of one rule ID of the rule table.
 
-* it removes *format* errors: unparseable JSON, a missing field, an identifier outside the catalog or the case's
-  candidates, a topk of the wrong length, an unknown terminal, boundary or rule;
-* it cannot express ``topk[0] == action_id``, an object whose type the action does not take, ``NONE`` only for
-  object-free actions, ``DISPATCH`` only with ``ALLOW``, nor whether a rule is the *first* winning one — and a
-  grammar built from it may ignore ``uniqueItems`` (llama.cpp's conversion does);
-* it never touches the runtime state or the rules: a valid-looking forbidden action is still blocked by them.
+``additionalProperties`` is false in every branch.  Every instance of such a schema passes
+:func:`~routebr_kit.core.contract.check_proposal` (B1/B2: :func:`~routebr_kit.systems.baselines.check_direct`), and
+every answer those accept is an instance (property-tested); llama.cpp's own converter turns each into a grammar
+(tested where the extra ``[local]`` is installed — llama-cpp-python falls back to plain JSON *silently* when a
+schema fails to convert, which :func:`check_grammar` refuses).
+
+What a schema cannot guarantee — the controller still validates everything and decides:
+
+* the *semantics*: a valid proposal may name the wrong action or the wrong object (a protected request proposed as
+  an information lookup is schema-valid), nor whether a B2 rule is the *first* winning one;
+* the runtime state and the rules are never in the schema: a valid-looking forbidden action is still blocked by
+  them, and a server that ignores ``response_format`` is caught by the contract check as before.
 
 Two wire forms (profile key ``json_schema_style``):
 
@@ -23,7 +32,7 @@ Two wire forms (profile key ``json_schema_style``):
   llama_cpp.server``, what ``routebr-kit serve-model`` runs), which rejects the ``json_schema`` type; llama.cpp's
   ``llama-server`` accepts this form too.
 
-Standard library only.
+Standard library only (:func:`check_grammar` imports llama-cpp-python when asked).
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.errors import DataError, ErrorCode
-from ..core.records import NONE, UNRESOLVED, Boundary, Stage, Terminal
+from ..core.records import NONE, OBJECT_FREE_TYPE, OBJECT_SENTINELS, UNRESOLVED, Boundary, Stage, Terminal
 
 TOPK_MAX = 3
 
@@ -71,36 +80,89 @@ def _unique(values: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(values))
 
 
-def answer_schema(stage: Stage, action_ids: Sequence[str], object_ids: Sequence[str],
-                  rule_ids: Sequence[str] = ()) -> dict[str, Any]:
-    """The JSON Schema of an answer of ``stage`` (a repair stage: the stage it repairs) over these identifiers.
+#: The (terminal, boundary) pairs a B1/B2 answer may give: any terminal with ALLOW, else the terminal is the
+#: boundary (so DISPATCH only with ALLOW).
+TERMINAL_BOUNDARY_PAIRS: tuple[tuple[str, str], ...] = (
+    *((t.value, Boundary.ALLOW.value) for t in Terminal),
+    *((b.value, b.value) for b in Boundary if b is not Boundary.ALLOW and b.value in {t.value for t in Terminal}),
+)
 
-    ``object_ids`` are the case's candidates; ``NONE`` and ``UNRESOLVED`` are added.  ``rule_ids`` are needed for
-    B2 only.  An empty catalog (or, for B2, an empty rule table) cannot be constrained: a located error.
+
+def topk_lists(action_id: str, action_ids: Sequence[str]) -> list[list[str]]:
+    """Every ``topk`` the contract accepts for ``action_id``: it first, then up to ``TOPK_MAX - 1`` other catalog
+    actions, each once, in catalog order of enumeration."""
+    others = [a for a in action_ids if a != action_id]
+    lists: list[list[str]] = [[action_id]]
+    frontier: list[list[str]] = [[action_id]]
+    for _ in range(min(TOPK_MAX, len(action_ids)) - 1):
+        frontier = [[*head, o] for head in frontier for o in others if o not in head]
+        lists += frontier
+    return lists
+
+
+def _action_views(items: Sequence[Any]) -> list[tuple[str, tuple[str, ...]]]:
+    out: dict[str, tuple[str, ...]] = {}
+    for item in items:
+        if isinstance(item, Mapping):
+            out.setdefault(str(item["action_id"]), tuple(map(str, item.get("required_object_types") or ())))
+        else:  # a bare action ID: object-free unless stated
+            out.setdefault(str(item), ())
+    return list(out.items())
+
+
+def _entity_views(items: Sequence[Any]) -> list[tuple[str, str | None]]:
+    out: dict[str, str | None] = {}
+    for item in items:
+        if isinstance(item, Mapping):
+            out.setdefault(str(item["object_id"]), item.get("object_type"))
+        else:
+            out.setdefault(str(item), None)
+    return list(out.items())
+
+
+def object_choices(required_types: Sequence[str], entities: Sequence[tuple[str, str | None]]) -> list[str]:
+    """The ``object_id`` values the contract accepts for an action of these ``required_object_types``."""
+    if not required_types or OBJECT_FREE_TYPE in required_types:
+        return [NONE]
+    return _unique([*(oid for oid, otype in entities if otype in required_types and oid not in OBJECT_SENTINELS),
+                    UNRESOLVED])
+
+
+def answer_schema(stage: Stage, catalog: Sequence[Any], entities: Sequence[Any],
+                  rule_ids: Sequence[str] = ()) -> dict[str, Any]:
+    """The JSON Schema of an answer of ``stage`` (a repair stage: the stage it repairs).
+
+    ``catalog`` is the payload's catalog view (``action_id`` and ``required_object_types`` per action),
+    ``entities`` its entity view (``object_id`` and ``object_type``); ``rule_ids`` are needed for B2 only.  An empty
+    catalog (or, for B2, an empty rule table) cannot be constrained: a located error.
     """
     answering = _answering(stage)
-    actions = _unique([str(a) for a in action_ids])
+    actions = _action_views(catalog)
     if not actions:
         raise DataError(ErrorCode.EMPTY_CATALOG, "at least one catalog action to constrain to", field="catalog")
-    action = {"type": "string", "enum": actions}
-    properties: dict[str, Any] = {}
-    if answering is not Stage.ROUTEBR:
-        properties["terminal"] = {"type": "string", "enum": [t.value for t in Terminal]}
-    properties["action_id"] = action
-    properties["object_id"] = {"type": "string", "enum": _unique([*map(str, object_ids), NONE, UNRESOLVED])}
-    if answering is not Stage.ROUTEBR:
-        properties["boundary"] = {"type": "string", "enum": [b.value for b in Boundary]}
-    properties["topk"] = {"type": "array", "items": dict(action), "minItems": 1,
-                          "maxItems": min(TOPK_MAX, len(actions)), "uniqueItems": True}
-    if answering is Stage.B2_DIRECT_GUARD:
-        rules = _unique([str(r) for r in rule_ids])
-        if not rules:
-            raise DataError(ErrorCode.NO_RULES, "the rule table's rule IDs to constrain B2's rule_ids to",
-                            field="rules")
-        properties["rule_ids"] = {"type": "array", "items": {"type": "string", "enum": rules}, "minItems": 1,
-                                  "maxItems": 1}
-    return {"type": "object", "properties": properties, "required": list(properties),
-            "additionalProperties": False}
+    objects = _entity_views(entities)
+    action_ids = [a for a, _ in actions]
+    rules = _unique([str(r) for r in rule_ids])
+    if answering is Stage.B2_DIRECT_GUARD and not rules:
+        raise DataError(ErrorCode.NO_RULES, "the rule table's rule IDs to constrain B2's rule_ids to", field="rules")
+    pairs = [(None, None)] if answering is Stage.ROUTEBR else list(TERMINAL_BOUNDARY_PAIRS)
+    branches = []
+    for action_id, types in actions:
+        for terminal, boundary in pairs:
+            properties: dict[str, Any] = {}
+            if terminal is not None:
+                properties["terminal"] = {"type": "string", "const": terminal}
+            properties["action_id"] = {"type": "string", "const": action_id}
+            properties["object_id"] = {"type": "string", "enum": object_choices(types, objects)}
+            if boundary is not None:
+                properties["boundary"] = {"type": "string", "const": boundary}
+            properties["topk"] = {"type": "array", "enum": topk_lists(action_id, action_ids)}
+            if answering is Stage.B2_DIRECT_GUARD:
+                properties["rule_ids"] = {"type": "array", "items": {"type": "string", "enum": rules},
+                                          "minItems": 1, "maxItems": 1}
+            branches.append({"type": "object", "properties": properties, "required": list(properties),
+                             "additionalProperties": False})
+    return {"anyOf": branches}
 
 
 def schema_for_call(stage: Stage, payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -110,8 +172,27 @@ def schema_for_call(stage: Stage, payload: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(shown, Mapping):
         raise DataError(ErrorCode.WRONG_TYPE, "a repair payload carrying its original payload",
                         field="original_payload", got=type(shown).__name__)
-    return answer_schema(stage, _ids(shown, "catalog", "action_id"), _ids(shown, "entities", "object_id"),
+    _ids(shown, "catalog", "action_id")
+    _ids(shown, "entities", "object_id")
+    return answer_schema(stage, shown["catalog"], shown["entities"],
                          _ids(shown, "rules", "rule_id") if "rules" in shown else ())
+
+
+def check_grammar(schema: Mapping[str, Any]) -> str:
+    """The GBNF grammar llama.cpp's converter (llama-cpp-python's own) makes of ``schema`` — a located error when it
+    fails, where llama-cpp-python would silently fall back to "any JSON".  Needs the extra ``[local]``."""
+    import json
+
+    try:
+        from llama_cpp.llama_grammar import json_schema_to_gbnf
+    except ImportError as exc:
+        raise DataError(ErrorCode.MISSING_EXTRA, "llama-cpp-python (the extra [local]: make local-model) to check a "
+                        "schema's grammar", field="constrain") from exc
+    try:
+        return json_schema_to_gbnf(json.dumps(dict(schema)))
+    except Exception as exc:  # noqa: BLE001 - any converter failure is the silent fallback we refuse
+        raise DataError(ErrorCode.INVALID_VALUE, "a schema llama.cpp converts to a grammar", field="constrain",
+                        got=f"{type(exc).__name__}: {exc}"[:200]) from exc
 
 
 def response_format(constrain: Constrain, style: SchemaStyle, stage: Stage,
@@ -139,5 +220,5 @@ def _ids(shown: Mapping[str, Any], key: str, field: str) -> list[str]:
     return [i[field] for i in items]
 
 
-__all__ = ["Constrain", "SCHEMA_STYLES", "SchemaStyle", "TOPK_MAX", "answer_schema", "response_format",
-           "schema_for_call"]
+__all__ = ["Constrain", "SCHEMA_STYLES", "SchemaStyle", "TERMINAL_BOUNDARY_PAIRS", "TOPK_MAX", "answer_schema",
+           "check_grammar", "object_choices", "response_format", "schema_for_call", "topk_lists"]

@@ -81,6 +81,11 @@ def diff(args: argparse.Namespace) -> int:
         print(line)
     print_table(split_table(report))
     print(f"\n{diff_sentence(report)}")
+    from ..evaluation.floor import ledger_set_floor
+
+    floor = ledger_set_floor(base)
+    if floor is not None:
+        print(floor.line() + " on the base's cases (a constant proposer through the same controller)")
     rows = [c.as_dict() for c in report.changed[:args.show]]
     if rows:
         print()
@@ -100,6 +105,8 @@ def diff(args: argparse.Namespace) -> int:
     if args.json:
         doc = report.as_dict()
         doc["gate"] = verdict.as_dict() if verdict else {"passed": True, "source": None, "criteria": []}
+        if floor is not None:
+            doc["floor"] = floor.as_dict()
         if calibration is not None:
             doc["gate"]["calibration"] = calibration.as_dict()
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,5 @@
-"""``routebr-kit generate --seed N --lang en|zh [--out DIR] [--decouple-entity-state]``: write a seeded benchmark."""
+"""``routebr-kit generate --seed N --lang en|zh [--out DIR] [--decouple-entity-state] [--lexical-shift]``: write a
+seeded benchmark."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, help="output directory (default data/generated/<lang>-<seed>[-decoupled])")
     p.add_argument("--decouple-entity-state", action="store_true",
                    help="keep entity_resolved=true for half of the unresolvable references (object gate decides)")
+    p.add_argument("--lexical-shift", action="store_true",
+                   help="word the primary sentences with held-out paraphrase templates (the lexical-shift split: same "
+                        "plan, states and gold labels)")
     p.add_argument("--data", type=Path, help="directory with catalog.csv, boundary_rules.csv, registry_<lang>.csv "
                    "(default: the packaged routebr_kit/resources/)")
 
@@ -23,10 +27,10 @@ def generate(args: argparse.Namespace) -> int:
     from ..dataset import generate_benchmark, write_benchmark
     from ..dataset.generate import MANIFEST_FILE
 
-    suffix = "-decoupled" if args.decouple_entity_state else ""
+    suffix = ("-decoupled" if args.decouple_entity_state else "") + ("-shift" if args.lexical_shift else "")
     out = args.out or Path("data") / "generated" / f"{args.lang}-{args.seed}{suffix}"
     bench = generate_benchmark(args.seed, args.lang, decouple_entity_state=args.decouple_entity_state,
-                               data_dir=args.data)
+                               data_dir=args.data, lexical_shift=args.lexical_shift)
     manifest = write_benchmark(bench, out)
     rows = {}
     for record in bench.rows():

@@ -89,6 +89,8 @@ COMMANDS: dict[str, Entry] = {row.name: row for row in (
           "routebr_kit.cli.verify", "verify"),
     Entry("report", "one self-contained HTML report (scorecards, figures, trace explorer; with --base the paired "
           "diff) for a run, shadow, artifact or reproduce folder", "routebr_kit.cli.report", "report"),
+    Entry("train-proposer", "train the local:learned proposer on kit-generated data only (writes MODEL_DIR)",
+          "routebr_kit.cli.train_proposer", "train_proposer"),
     Entry("serve-model", "start llama.cpp's OpenAI-compatible server with a local model on 127.0.0.1 (no API key)",
           "routebr_kit.cli.serve_model", "serve_model"),
 )}

@@ -16,7 +16,7 @@ SPLITS = ("MAIN", "FLIP", "ENTITY", "ALL")
 
 def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", required=True,
-                   help="sim:<profile>, local:lexical, or a profile name from --profiles")
+                   help="sim:<profile>, local:lexical, local:learned[:MODEL_DIR], or a profile name from --profiles")
     p.add_argument("--system", required=True, choices=("routebr", "b1", "b2", "a_state", "a_ground"))
     p.add_argument("--cases", required=True, type=Path, help="benchmark cases CSV (published schema)")
     p.add_argument("--split", required=True, type=str.upper, choices=SPLITS,

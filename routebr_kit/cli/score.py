@@ -2,7 +2,9 @@
 
 Per split (and over every scored row when the ledger spans several): contract exact match with its Wilson 95%
 interval, the strict ``action@object`` path, false dispatch and false block with their denominators, object
-accuracy and path macro-F1; FLIP pair accuracy when FLIP rows are present.  The definitions are
+accuracy and path macro-F1; FLIP pair accuracy when FLIP rows are present; the trivial-proposer floor of the same
+cases (the best constant-action proposer through the release's controller, :mod:`routebr_kit.evaluation.floor`).
+The definitions are
 :func:`routebr_kit.evaluation.metrics.score`'s.
 
 Beside the paper's gold-based FD, the kit's **forbidden dispatch** (:mod:`routebr_kit.evaluation.forbidden`): rows
@@ -28,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file
-from ..store.assets import read_json
+from ..store.assets import assets_beside, read_json
 from ..store.cases import Case, Split, load_cases
 from ..store.ledger import MANIFEST, PREDICTIONS, PredictionRow, read_predictions, write_json_atomic
 from .common import command, print_table
@@ -75,7 +77,8 @@ def score_command(args: argparse.Namespace) -> int:
     if (args.run_dir / MANIFEST).is_file():
         check_recorded_hashes(release, read_json(args.run_dir / MANIFEST, "a run_manifest.json object", record=True),
                               str(args.run_dir / MANIFEST))
-    report = score_report(rows, cases, file=str(predictions), release=release)
+    report = score_report(rows, cases, file=str(predictions), release=release,
+                          controller=assets_beside(args.cases).controller())
     cases_by_id = index_cases(cases)
     print_table(table_rows(report))
     for line in summary_lines(report):
@@ -160,9 +163,11 @@ def _score_repeats(args: argparse.Namespace, predictions: Path, rows: Sequence[P
 
 
 def score_report(rows: Sequence[PredictionRow], cases: Sequence[Case] | Mapping[str, Case], *,
-                 file: str | None = None, release: DispatchGate | None = None) -> dict[str, Any]:
-    """``{"splits": {label: Scores}, "flip": PairScores | None, "incomplete_pairs": int}`` for one ledger
-    (forbidden dispatches counted when ``release`` is given)."""
+                 file: str | None = None, release: DispatchGate | None = None,
+                 controller: Any = None) -> dict[str, Any]:
+    """``{"splits": {label: Scores}, "flip": PairScores | None, "incomplete_pairs": int, "floor": Floor | None}``
+    for one ledger (forbidden dispatches counted when ``release`` is given; the trivial-proposer floor of the scored
+    cases, :mod:`routebr_kit.evaluation.floor`, when ``controller`` is)."""
     from ..evaluation.metrics import flip_pairs, index_cases, score
 
     index = index_cases(cases)
@@ -187,7 +192,12 @@ def score_report(rows: Sequence[PredictionRow], cases: Sequence[Case] | Mapping[
         pairs = flip_pairs(complete, index) if complete else None
     except DataError as exc:
         raise exc.at(file=file) from None
-    return {"splits": splits, "flip": pairs,
+    floor = None
+    if controller is not None:
+        from ..evaluation.floor import trivial_floor
+
+        floor = trivial_floor([index[c] for c in dict.fromkeys(r.case_id for r in rows)], controller)
+    return {"splits": splits, "flip": pairs, "floor": floor,
             "incomplete_pairs": sum(1 for n in members.values() if n != 2)}
 
 
@@ -244,6 +254,8 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
     """The ``score:`` line over every scored row, and the FLIP pairs line when there are FLIP rows."""
     overall = report["splits"].get("ALL") or next(iter(report["splits"].values()))
     lines = ["score: " + summary_line(overall)]
+    if report.get("floor") is not None:
+        lines.append(report["floor"].line() + " (a constant proposer through the same controller)")
     forbidden = forbidden_line(overall)
     if forbidden:
         lines.append(forbidden)
@@ -259,7 +271,8 @@ def report_record(report: Mapping[str, Any]) -> dict[str, Any]:
     return {"splits": {label: {k: _finite(v) for k, v in s.as_dict().items()} for label, s in report["splits"].items()},
             "flip_pairs": None if pairs is None else {"correct": pairs.pairs.hits, "pairs": pairs.pairs.n,
                                                       "missed": list(pairs.missed)},
-            "incomplete_pairs": report["incomplete_pairs"]}
+            "incomplete_pairs": report["incomplete_pairs"],
+            **({"floor": report["floor"].as_dict()} if report.get("floor") is not None else {})}
 
 
 def write_scores_csv(path: Path, report: Mapping[str, Any]) -> None:

@@ -74,6 +74,7 @@ class BenchmarkConfig:
     language: Language = Language.EN
     decouple_entity_state: bool = False
     data_dir: Path | None = None  # default: KIT_DATA_DIR (routebr_kit/resources/)
+    lexical_shift: bool = False  # held-out primary templates (dataset.lexical_shift); same plan, states, labels
 
     def __post_init__(self) -> None:
         if type(self.seed) is not int or self.seed < 0:
@@ -86,6 +87,8 @@ class BenchmarkConfig:
         if type(self.decouple_entity_state) is not bool:
             raise DataError(ErrorCode.WRONG_TYPE, "true or false", got=self.decouple_entity_state,
                             field="decouple_entity_state")
+        if type(self.lexical_shift) is not bool:
+            raise DataError(ErrorCode.WRONG_TYPE, "true or false", got=self.lexical_shift, field="lexical_shift")
         if self.data_dir is not None:
             object.__setattr__(self, "data_dir", Path(self.data_dir))
 
@@ -130,9 +133,13 @@ class Benchmark:
 
 
 def generate_benchmark(seed: int = 0, language: Language | str = Language.EN, *,
-                       decouple_entity_state: bool = False, data_dir: str | Path | None = None) -> Benchmark:
-    """Plan, write and label the 600 cases.  Deterministic in ``(seed, language, decouple_entity_state)``."""
-    return BenchmarkConfig(seed, language, decouple_entity_state, data_dir).generate()  # type: ignore[arg-type]
+                       decouple_entity_state: bool = False, data_dir: str | Path | None = None,
+                       lexical_shift: bool = False) -> Benchmark:
+    """Plan, write and label the 600 cases.  Deterministic in ``(seed, language, decouple_entity_state,
+    lexical_shift)``; ``lexical_shift`` words the primary sentences with held-out templates
+    (:mod:`routebr_kit.dataset.lexical_shift`) and changes nothing else."""
+    return BenchmarkConfig(seed, language, decouple_entity_state, data_dir,  # type: ignore[arg-type]
+                           lexical_shift).generate()
 
 
 def _generate(config: BenchmarkConfig) -> Benchmark:
@@ -140,7 +147,12 @@ def _generate(config: BenchmarkConfig) -> Benchmark:
     assets = load_assets(paths.catalog, paths.rules, paths.registry)
     assert assets.registry is not None
     slots = allocate(config.seed, assets.policy)
-    realizer = Realizer(PACKS[config.language], assets.registry, config.seed)
+    pack = PACKS[config.language]
+    if config.lexical_shift:
+        from .lexical_shift import shifted_pack
+
+        pack = shifted_pack(pack)
+    realizer = Realizer(pack, assets.registry, config.seed)
     controller = assets.controller()
     cases, partitions = [], {}
     numbers: Counter[Split] = Counter()
@@ -261,7 +273,8 @@ def write_benchmark(benchmark: Benchmark, out_dir: str | Path) -> Manifest:
         "generator": "routebr_kit.dataset",
         "seed": benchmark.seed,
         "language": benchmark.language.value,
-        "options": {"decouple_entity_state": benchmark.config.decouple_entity_state},
+        "options": {"decouple_entity_state": benchmark.config.decouple_entity_state,
+                    **({"lexical_shift": True} if benchmark.config.lexical_shift else {})},
         "counts": {"cases": len(benchmark.cases),
                    **{p.value: len(benchmark.partition(p)) for p in Partition}},
         "files": hashes,

@@ -39,7 +39,9 @@ _EXPORTS: dict[str, str] = {
     "rq3": "conclusions",
     "screening": "conclusions",
     "security": "conclusions",
+    "ConclusionError": "display",
     "decisions_table": "display",
+    "render_conclusion": "display",
     "outcome_figure": "display",
     "setup": "display",
     "trace_table": "display",
@@ -87,3 +89,11 @@ __all__ = sorted(_EXPORTS)
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+
+def load_ipython_extension(ipython) -> None:  # noqa: ANN001 - an IPython InteractiveShell
+    """``%load_ext routebr_kit.notebook``: registers the ``%%conclusion facts`` cell magic (see
+    :func:`.display.render_conclusion`)."""
+    from .display import conclusion_magic
+
+    ipython.register_magic_function(conclusion_magic, magic_kind="cell", magic_name="conclusion")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -77,3 +78,96 @@ def outcome_figure(summary: pd.DataFrame, classes: list[str], title: str, *, lab
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig
+
+
+# --- Conclusion templates ---------------------------------------------------------------------------------------
+# A notebook's closing section is Markdown written in the notebook; ``{name}`` / ``{name:.1f}`` fill from a facts
+# mapping and ``{?flag|words if true|words if false}`` chooses by a boolean fact (the words may hold placeholders).
+# ``{{`` and ``}}`` are literal braces.
+
+
+class ConclusionError(ValueError):
+    """A conclusion template and its facts disagree (a fact missing, unused, or a choice on a non-boolean)."""
+
+
+def _parse(text: str, i: int, stop: str) -> tuple[list, int]:
+    """Parts of ``text`` from ``i`` up to an unmatched character in ``stop``: strings, ("fill", name, spec) and
+    ("choose", flag, yes_parts, no_parts)."""
+    parts: list = []
+    while i < len(text) and text[i] not in stop:
+        if text.startswith(("{{", "}}"), i):
+            parts.append(text[i])
+            i += 2
+        elif text[i] == "{" and text.startswith("{?", i):
+            bar = text.find("|", i)
+            if bar < 0:
+                raise ConclusionError(f"choice at {i} has no '|': {text[i:i + 40]!r}")
+            yes, j = _parse(text, bar + 1, "|}")
+            no, j = _parse(text, j + 1, "}") if j < len(text) and text[j] == "|" else ([], j)
+            if j >= len(text):
+                raise ConclusionError(f"choice at {i} is not closed: {text[i:i + 40]!r}")
+            parts.append(("choose", text[i + 2:bar].strip(), yes, no))
+            i = j + 1
+        elif text[i] == "{":
+            end = text.find("}", i)
+            if end < 0:
+                raise ConclusionError(f"placeholder at {i} is not closed: {text[i:i + 40]!r}")
+            name, _, spec = text[i + 1:end].partition(":")
+            parts.append(("fill", name.strip(), spec))
+            i = end + 1
+        elif text[i] == "}":
+            raise ConclusionError(f"unmatched '}}' at {i} (write '}}}}' for a literal brace)")
+        else:
+            parts.append(text[i])
+            i += 1
+    return parts, i
+
+
+def _names(parts: list) -> set[str]:
+    out: set[str] = set()
+    for p in parts:
+        if isinstance(p, tuple):
+            out.add(p[1])
+            if p[0] == "choose":
+                out |= _names(p[2]) | _names(p[3])
+    return out
+
+
+def _fill(parts: list, facts: Mapping[str, Any]) -> str:
+    out = []
+    for p in parts:
+        if isinstance(p, str):
+            out.append(p)
+        elif p[0] == "fill":
+            out.append(format(facts[p[1]], p[2]))
+        else:
+            flag = facts[p[1]]
+            if not isinstance(flag, bool) and type(flag).__name__ not in ("bool", "bool_"):  # numpy's bool too
+                raise ConclusionError(f"{{?{p[1]}|…}} needs a boolean fact, got {type(flag).__name__} {flag!r}")
+            out.append(_fill(p[2] if flag else p[3], facts))
+    return "".join(out)
+
+
+def render_conclusion(template: str, facts: Mapping[str, Any]) -> str:
+    """``template`` filled from ``facts``; refuses a template naming a fact ``facts`` lacks and a fact it never uses
+    (every placeholder, in either branch of a choice, counts as a use)."""
+    parts, _ = _parse(template, 0, "")
+    named = _names(parts)
+    missing, unused = sorted(named - set(facts)), sorted(set(facts) - named)
+    if missing or unused:
+        raise ConclusionError("the conclusion and its facts disagree: "
+                              + "; ".join(filter(None, [missing and f"template names facts not computed: {missing}",
+                                                        unused and f"facts computed but never used: {unused}"])))
+    return _fill(parts, facts)
+
+
+def conclusion_magic(line: str, cell: str) -> None:
+    """``%%conclusion facts``: render the cell (a Markdown template) from the dict named on the magic line."""
+    from IPython import get_ipython
+    from IPython.display import Markdown, display
+
+    name = line.strip() or "facts"
+    namespace = get_ipython().user_ns
+    if name not in namespace:
+        raise ConclusionError(f"%%conclusion {name}: no variable {name!r} in this notebook (compute it above)")
+    display(Markdown(render_conclusion(cell.rstrip("\n"), namespace[name])))

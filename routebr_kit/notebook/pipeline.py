@@ -9,7 +9,7 @@ A run is described by a parameters file (``params/*.yaml``)::
       - 00_quickstart
       - {name: 02_backend_screening, parameters: {source: simulated}}
       - {name: 07_paper_replay, requires_artifact: true}
-      - {name: 13_live_small_model, requires_extra: local}   # run only when the extra [local] is installed
+      - {name: 13_real_proposers, requires_extra: learned}   # run only when the extra [learned] is installed
     with_artifact:                    # applied when --artifact is given
       globals: {source: artifact}
       notebooks: {02_backend_screening: {cases_path: "{artifact}/data/routebr_select_160.csv"}}
@@ -97,7 +97,15 @@ def _missing_local() -> tuple[str, ...]:
 
 
 #: Optional extras a notebook may require → the modules of it that are missing here (empty: installed).
-EXTRAS = {"local": _missing_local}
+EXTRAS = {"local": _missing_local, "learned": lambda: _missing_modules(("sklearn",))}
+#: How to install each extra (the skip reason names it).
+INSTALL = {"local": "make local-model", "learned": "pip install 'routebr-kit[learned]'"}
+
+
+def _missing_modules(modules: tuple[str, ...]) -> tuple[str, ...]:
+    import importlib.util
+
+    return tuple(m for m in modules if importlib.util.find_spec(m) is None)
 
 
 def skip_reason(job: NotebookJob, artifact: str | None) -> str | None:
@@ -105,7 +113,7 @@ def skip_reason(job: NotebookJob, artifact: str | None) -> str | None:
     if job.requires_artifact and artifact is None:
         return "needs the RouteBR artifact (none used)"
     if job.requires_extra and EXTRAS[job.requires_extra]():
-        return f"needs the optional extra [{job.requires_extra}] (install it with: make {job.requires_extra}-model)"
+        return f"needs the optional extra [{job.requires_extra}] (install it with: {INSTALL[job.requires_extra]})"
     return None
 
 
