@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 NEEDS = '''
 def test_needs_the_artifact(routebr_artifact):
@@ -62,3 +64,80 @@ def test_the_conventional_folder_is_used(tmp_path, routebr_artifact):
     (clone / "artifacts" / "routebr").symlink_to(routebr_artifact)
     run = _pytest(clone)
     assert run.returncode == 0 and "2 passed" in run.stdout, run.stdout
+
+
+# ------------------------------------------------------------------------------------------- messages and discovery
+
+
+def _nested(text: str) -> list[str]:
+    """Lines holding a parenthesis inside another."""
+    bad = []
+    for line in text.splitlines():
+        depth = 0
+        for ch in line:
+            depth += ch == "("
+            if depth > 1:
+                bad.append(line)
+                break
+            depth -= ch == ")"
+    return bad
+
+
+def test_no_artifact_found_is_said_without_nested_parentheses(tmp_path, monkeypatch, capsys):
+    from routebr_kit.cli.main import main
+    from routebr_kit.notebook import pipeline
+
+    monkeypatch.delenv("ROUTEBR_ARTIFACT", raising=False)
+    monkeypatch.setattr(pipeline, "artifact_candidates", lambda: (("conventional folder", tmp_path / "none"),))
+    assert main(["reproduce", "--dry-run", "--params", "ci", "--out", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert first.startswith("artifact: none found; looked in ") and "make artifact" in first, first
+    assert _nested(out) == []
+
+
+@pytest.mark.parametrize("command", ["replay", "tables"])
+def test_replay_and_tables_find_the_artifact_like_reproduce(routebr_artifact, tmp_path, monkeypatch, capsys, command):
+    from routebr_kit.cli.main import main
+
+    monkeypatch.setenv("ROUTEBR_ARTIFACT", str(routebr_artifact))
+    argv = [command] + (["--out", str(tmp_path / "t")] if command == "tables" else [])
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"artifact: {routebr_artifact.resolve()} ($ROUTEBR_ARTIFACT)" in out
+    if command == "tables":
+        assert out.rstrip().splitlines()[-1] == (f"tables written to {(tmp_path / 't' / 'tables').resolve()}/: "
+                                                 "one .csv and one .md per table")
+    assert _nested(out) == []
+
+
+def test_replay_without_any_artifact_is_one_line_saying_where_it_looked(tmp_path, monkeypatch, capsys):
+    from routebr_kit.cli.main import main
+    from routebr_kit.notebook import pipeline
+
+    monkeypatch.delenv("ROUTEBR_ARTIFACT", raising=False)
+    monkeypatch.setattr(pipeline, "artifact_candidates", lambda: (("conventional folder", tmp_path / "none"),))
+    assert main(["replay"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "[FILE_NOT_FOUND]" in err and str(tmp_path / "none") in err and len(err.splitlines()) == 1
+
+
+def test_an_installed_wheel_looks_only_in_real_places(tmp_path, monkeypatch):
+    """From site-packages the kit never names a folder inside the venv (``…/lib/python3.11/shared/…``)."""
+    from routebr_kit.notebook import metaroute_source
+    from routebr_kit.store import artifact
+
+    monkeypatch.delenv("ROUTEBR_ARTIFACT", raising=False)
+    monkeypatch.delenv("METAROUTE_ARTIFACT", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(artifact, "source_checkout", lambda: None)
+    monkeypatch.setattr(metaroute_source, "source_checkout", lambda: None)
+    monkeypatch.setattr(metaroute_source, "find_artifact", lambda: None)
+    looked = [p for _, p in artifact.artifact_candidates()] + [p for _, p in metaroute_source.metaroute_candidates()]
+    assert looked and all(p.is_relative_to(tmp_path) for p in looked), looked
+
+
+def test_the_missing_local_extra_names_the_pip_command():
+    from routebr_kit.backends.local_server import INSTALL_HINT
+
+    assert "pip install 'routebr-kit[local]'" in INSTALL_HINT

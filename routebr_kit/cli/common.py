@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 Handler = Callable[[argparse.Namespace], int]
@@ -43,3 +44,17 @@ def print_table(rows: list[dict[str, Any]], columns: Sequence[str] | None = None
     for r in rows:
         print("  ".join(str(r.get(c, "")).rjust(widths[c]) if isinstance(r.get(c), (int, float))
                         else str(r.get(c, "")).ljust(widths[c]) for c in columns))
+
+
+def discovered_artifact(explicit: str | Path | None) -> Path:
+    """The published artifact a command reads: ``--artifact`` when given, else the first one found the way
+    ``reproduce`` finds it; prints where it came from.  None found is one typed line saying where it looked."""
+    from ..core.errors import DataError, ErrorCode
+    from ..notebook.pipeline import choose_artifact
+
+    choice = choose_artifact(explicit)
+    if choice.path is None:
+        raise DataError(ErrorCode.FILE_NOT_FOUND, f"the published artifact, or --artifact DIR; {choice.how}",
+                        field="--artifact")
+    print(f"artifact: {choice.path} ({choice.how})")
+    return choice.path

@@ -103,9 +103,11 @@ EXTRAS = {"local": _missing_local}
 def skip_reason(job: NotebookJob, artifact: str | None) -> str | None:
     """Why ``job`` is skipped in this run (no artifact, or a missing optional extra), else ``None``."""
     if job.requires_artifact and artifact is None:
-        return "needs the RouteBR artifact (none used)"
+        return f"needs the RouteBR artifact, and none is used; {FETCH_HINT} installs it"
     if job.requires_extra and EXTRAS[job.requires_extra]():
-        return f"needs the optional extra [{job.requires_extra}] (install it with: make {job.requires_extra}-model)"
+        extra = job.requires_extra
+        return (f"needs the optional extra [{extra}]; install it with: pip install 'routebr-kit[{extra}]'"
+                + (f", or make {extra}-model in this checkout" if source_checkout() is not None else ""))
     return None
 
 
@@ -211,9 +213,9 @@ def choose_artifact(explicit: str | Path | None = None, *, discover: bool = True
     """
     if explicit:
         path = find_artifact(explicit)  # raises FILE_NOT_FOUND naming the path when it is not an artifact
-        return _with_metaroute(ArtifactChoice(path, "explicit path (--artifact)"))
+        return _with_metaroute(ArtifactChoice(path, "explicit path, --artifact"))
     if not discover:
-        return ArtifactChoice(None, "not used (--no-artifact)")
+        return ArtifactChoice(None, "not used: --no-artifact")
     named = os.environ.get(ARTIFACT_ENV)
     if named and not is_artifact_dir(named):
         raise DataError(ErrorCode.FILE_NOT_FOUND, "an artifact directory with data/ and experiments/results/",
@@ -222,12 +224,16 @@ def choose_artifact(explicit: str | Path | None = None, *, discover: bool = True
         if is_artifact_dir(path):
             return _with_metaroute(ArtifactChoice(path.resolve(), how))
     looked = ", ".join(sorted({str(p) for _, p in artifact_candidates()}))
-    return ArtifactChoice(None, f"none found (looked in {looked}; routebr-kit fetch-artifact installs it)")
+    return ArtifactChoice(None, f"none found; looked in {looked}; {FETCH_HINT} installs it")
 
 
 def _with_metaroute(choice: ArtifactChoice) -> ArtifactChoice:
     beside = choice.path.parent / "metaroute_artifact" if choice.path is not None else None
     return ArtifactChoice(choice.path, choice.how, beside if beside is not None and beside.is_dir() else None)
+
+
+#: How a person gets the artifact: ``make artifact`` in a checkout, the command itself from an installed wheel.
+FETCH_HINT = "make artifact" if source_checkout() is not None else "routebr-kit fetch-artifact"
 
 
 #: Parameters named ``*_path`` / ``*_dir`` are input paths, except these outputs.
