@@ -141,3 +141,24 @@ def test_the_missing_local_extra_names_the_pip_command():
     from routebr_kit.backends.local_server import INSTALL_HINT
 
     assert "pip install 'routebr-kit[local]'" in INSTALL_HINT
+
+
+# ------------------------------------------------------------------------------------------- papermill from anywhere
+
+
+def test_papermill_from_any_directory_reads_the_kit_and_writes_where_asked(tmp_path):
+    """The README's command, run from a folder that is not notebooks/: the kit's assets are found, and a relative
+    out_dir is relative to notebooks/ (as in Lab), not to the working directory."""
+    import papermill as pm
+
+    from routebr_kit.notebook.outputs import kit_path
+
+    out = tmp_path / "out"
+    relative = os.path.relpath(out, REPO / "notebooks")
+    assert kit_path(relative) == str(out)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    pm.execute_notebook(str(REPO / "notebooks" / "00_quickstart.ipynb"), str(tmp_path / "executed.ipynb"),
+                        parameters={"out_dir": relative}, cwd=str(elsewhere), progress_bar=False,
+                        kernel_name="python3")
+    assert (out / "captions.json").is_file() and not any(elsewhere.iterdir())
