@@ -162,3 +162,34 @@ def test_papermill_from_any_directory_reads_the_kit_and_writes_where_asked(tmp_p
                         parameters={"out_dir": relative}, cwd=str(elsewhere), progress_bar=False,
                         kernel_name="python3")
     assert (out / "captions.json").is_file() and not any(elsewhere.iterdir())
+
+
+# ------------------------------------------------------------------------------------------- re-runs into one out_dir
+
+
+def _release(root: Path, registry: str, *, prompts: str | None = None) -> Path:
+    root.mkdir()
+    kit = REPO / "routebr_kit" / "resources"
+    for name in ("catalog.csv", "boundary_rules.csv"):
+        shutil.copy(kit / name, root / name)
+    shutil.copy(kit / "registry_en.csv", root / registry)
+    if prompts:
+        (root / prompts).write_text("{}", encoding="utf-8")
+    return root
+
+
+def test_a_release_written_again_from_another_base_replaces_the_earlier_one(tmp_path):
+    """Notebook 10 explored offline, then on the artifact, into the same out_dir: the candidate folder
+    ``releases/rule_r065`` held registry.csv from the first base and entity_catalog.csv from the second
+    (``[DUPLICATE_ID]``)."""
+    from routebr_kit.review.assets import AssetFiles, write_release
+
+    target = tmp_path / "out" / "releases" / "rule_r065"
+    simulated = AssetFiles.from_dir(_release(tmp_path / "sim", "registry.csv", prompts="routebr-prompts-en.json"))
+    published = AssetFiles.from_dir(_release(tmp_path / "pub", "entity_catalog.csv", prompts="prompts.json"))
+    write_release(target, simulated)
+    (target / "notes.txt").write_text("mine", encoding="utf-8")
+    again = write_release(target, published)
+    assert again.registry == target / "entity_catalog.csv" and again.prompts == target / "prompts.json"
+    assert sorted(p.name for p in target.iterdir()) == ["boundary_rules.csv", "catalog.csv", "entity_catalog.csv",
+                                                         "notes.txt", "prompts.json"]
