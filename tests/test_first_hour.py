@@ -193,3 +193,36 @@ def test_a_release_written_again_from_another_base_replaces_the_earlier_one(tmp_
     assert again.registry == target / "entity_catalog.csv" and again.prompts == target / "prompts.json"
     assert sorted(p.name for p in target.iterdir()) == ["boundary_rules.csv", "catalog.csv", "entity_catalog.csv",
                                                          "notes.txt", "prompts.json"]
+
+
+# ------------------------------------------------------------------------------------------- progress
+
+
+def test_reproduce_without_a_bar_prints_one_line_per_notebook(tmp_path, capsys):
+    import re
+
+    from routebr_kit.cli.main import main
+
+    params = tmp_path / "two.yaml"
+    params.write_text("name: two\ncell_timeout: 300\nnotebooks:\n  - 00_quickstart\n"
+                      "  - {name: 07_paper_replay, requires_artifact: true}\n", encoding="utf-8")
+    assert main(["reproduce", "--params", str(params), "--no-artifact", "--no-progress",
+                 "--out", str(tmp_path / "run")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    shown = [line for line in lines if line.startswith("[")]
+    assert len(shown) == 2 and re.fullmatch(r"\[1/2\] 00_quickstart: ok, \d+ s", shown[0]), lines
+    assert shown[1].startswith("[2/2] 07_paper_replay: skipped: needs the RouteBR artifact"), lines
+    assert _nested("\n".join(lines)) == []
+    run = tmp_path / "run"
+    assert lines[-1] == f"finished: {run / 'report.html'} (open in a browser); index: {run / 'README.md'}"
+    assert "[`report.html`](report.html)" in (run / "README.md").read_text(encoding="utf-8")
+
+
+def test_notebook_10_runs_again_into_the_same_folder_with_another_source(tmp_path, routebr_artifact, monkeypatch):
+    import papermill as pm
+
+    monkeypatch.setenv("ROUTEBR_ARTIFACT", str(routebr_artifact))
+    for params in ({"source": "simulated", "seed": 1}, {"source": "artifact"}):
+        pm.execute_notebook(str(REPO / "notebooks" / "10_release_review.ipynb"), str(tmp_path / "executed.ipynb"),
+                            parameters={**params, "calibration_sims": 50, "out_dir": str(tmp_path / "out")},
+                            cwd=str(REPO / "notebooks"), progress_bar=False, kernel_name="python3")

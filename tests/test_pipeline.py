@@ -93,7 +93,7 @@ def test_ci_run_writes_notebooks_tables_figures_manifest_and_index(tmp_path, cap
     assert main(["reproduce", "--params", str(PARAMS / "ci.yaml"), "--out", str(out), "--no-progress",
                  "--no-artifact"]) == 0
     printed = capfd.readouterr()  # file-descriptor level: the kernels' own stderr would land here
-    assert "finished" in printed.out and "artifact: none (not used (--no-artifact))" in printed.out
+    assert "finished" in printed.out and "artifact: not used: --no-artifact" in printed.out
     for noise in ("KeyboardInterrupt caught in kernel", "running over TCP"):
         assert noise not in printed.out + printed.err
     assert "running over TCP" in (out / "kernel.log").read_text(encoding="utf-8")  # kept, not lost

@@ -61,5 +61,8 @@ def reproduce(args: argparse.Namespace) -> int:
     if prepared.kept:
         print(f"resuming {prepared.out}: keeping {', '.join(prepared.kept)}")
     status = execute(prepared, progress=not args.no_progress)
-    print(f"{'finished' if status == 0 else 'FAILED'}: {prepared.out / 'README.md'}")
+    if status == 0:
+        print(f"finished: {prepared.out / 'report.html'} (open in a browser); index: {prepared.out / 'README.md'}")
+    else:
+        print(f"FAILED: {prepared.out / 'README.md'}")
     return status

@@ -374,6 +374,7 @@ def execute(prepared: PreparedRun, *, progress: bool = True) -> int:
     _write_index(out, plan, done)
     if status == 0:
         write_report(out, out / "report.html")  # one file: every notebook's section, figures, the runs' traces
+        _write_index(out, plan, done, report=True)  # the index links the report once it exists
     return status
 
 
@@ -389,6 +390,8 @@ def _execute_jobs(prepared: PreparedRun, results: list[NotebookResult], started:
                     disable=not progress)
         for i, (job, parameters) in jobs:
             jobs.set_postfix_str(job.name)
+            if i and not progress:  # without a bar: one line per notebook, as each one ends
+                _print_line(i, len(results), results[i - 1])
             if parameters is None:
                 art = str(prepared.artifact.path) if prepared.artifact.path is not None else None
                 results[i] = NotebookResult(job.name, "skipped", 0.0, {}, skip_reason(job, art) or "skipped")
@@ -417,7 +420,17 @@ def _execute_jobs(prepared: PreparedRun, results: list[NotebookResult], started:
             results[i] = NotebookResult(job.name, "ok", time.perf_counter() - t0, parameters)
             _write_manifest(out, prepared, results, time.perf_counter() - started, "running")
             _write_index(out, plan, results)
+        last = max((i for i, r in enumerate(results) if r.status != "pending"), default=None)
+        if not progress and last is not None:
+            _print_line(last + 1, len(results), results[last])
     return status
+
+
+def _print_line(done: int, total: int, result: NotebookResult) -> None:
+    """``[3/14] 02_backend_screening: ok, 41 s`` (``reproduce --no-progress``)."""
+    how = {"ok": "kept from the resumed run" if result.resumed else f"ok, {result.seconds:.0f} s",
+           "skipped": f"skipped: {result.error}", "failed": f"FAILED after {result.seconds:.0f} s: {result.error}"}
+    print(f"[{done}/{total}] {result.name}: {how.get(result.status, result.status)}", flush=True)
 
 
 def _quiet_kernel_manager(sink: Any) -> type:
@@ -490,15 +503,19 @@ def _write_manifest(out: Path, prepared: PreparedRun, results: list[NotebookResu
     os.replace(partial, out / "manifest.json")
 
 
-def _write_index(out: Path, plan: RunPlan, results: list[NotebookResult]) -> None:
-    lines = [f"# Run `{out.name}`", "", f"Parameters: `{Path(plan.source).name}`. "
+def _write_index(out: Path, plan: RunPlan, results: list[NotebookResult], *, report: bool = False) -> None:
+    lines = [f"# Run `{out.name}`", ""]
+    if report:
+        lines += ["**Report: [`report.html`](report.html)** — every notebook's tables and figures, the runs' "
+                  "traces and the provenance, in one file for a browser.", ""]
+    lines += [f"Parameters: `{Path(plan.source).name}`. "
              "Machine-readable record: [`manifest.json`](manifest.json) (it also says which artifact was used and "
              "how it was found). Logs: [`pipeline.log`](pipeline.log), [`kernel.log`](kernel.log).", ""]
     for r in results:
         head = f"## {r.name} — {r.status}"
         lines += [head, ""]
         if r.status == "skipped":
-            lines += [f"Skipped ({r.error}).", ""]
+            lines += [f"Skipped: {r.error}.", ""]
             continue
         if r.status == "pending":
             lines += ["Not run yet.", ""]
