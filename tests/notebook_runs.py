@@ -14,9 +14,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from conftest import ROUTEBR_ARTIFACT
+
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
-ARTIFACT = REPO.parent / "shared" / "routebr_artifact"
+ARTIFACT = ROUTEBR_ARTIFACT  # found like the CLI finds it (tests/conftest.py)
 
 #: The source the release-review notebook finds only through $ROUTEBR_ARTIFACT (see linked_artifact).
 ENV_ARTIFACT = "{linked}"

@@ -241,10 +241,11 @@ def test_a_hostile_ledger_row_is_one_line_on_diff_and_score(bench, ledger, tmp_p
     assert "[MISSING_COLUMN]" in one_line(capsys)
 
 
+@pytest.mark.artifact
 def test_a_published_ledger_must_hold_every_case_its_manifest_lists(tmp_path, capsys):
     import shutil
 
-    artifact = Path(__file__).resolve().parents[2] / "shared" / "routebr_artifact"
+    from conftest import ROUTEBR_ARTIFACT as artifact
     copy = shutil.copytree(artifact, tmp_path / "artifact")
     ledger_path = copy / "experiments" / "results" / "select" / "deepseek_v4_primary" / "main" / "predictions.csv"
     lines = ledger_path.read_text(encoding="utf-8").splitlines(keepends=True)

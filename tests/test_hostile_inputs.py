@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import ROUTEBR_ARTIFACT
 
 from routebr_kit.cli.main import COMMANDS, main
 
 REPO = Path(__file__).resolve().parents[1]
-ARTIFACT = REPO.parent / "shared" / "routebr_artifact"
+ARTIFACT = ROUTEBR_ARTIFACT  # found like the CLI finds it (tests/conftest.py)
 RUN_DIR = ("experiments", "results", "select", "deepseek_v4_primary", "main")
 
 # ------------------------------------------------------------------------------------------- the corpus
@@ -333,9 +334,7 @@ SLOTS: tuple[Slot, ...] = (
 
 
 @pytest.fixture(scope="module")
-def ctx(tmp_path_factory) -> dict:
-    if not ARTIFACT.is_dir():
-        pytest.fail(f"published artifact missing: {ARTIFACT}", pytrace=False)
+def ctx(tmp_path_factory, routebr_artifact) -> dict:
     root = tmp_path_factory.mktemp("hostile")
     bench = root / "bench"
     assert main(["generate", "--seed", "0", "--out", str(bench)]) == 0

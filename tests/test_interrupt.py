@@ -18,13 +18,14 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ROUTEBR_ARTIFACT
 from openai_server import OpenAIServer
 
 from routebr_kit.metaroute.sweep import load_sweep
 from routebr_kit.store.ledger import read_predictions
 
 REPO = Path(__file__).resolve().parents[1]
-ARTIFACT = REPO.parent / "shared" / "routebr_artifact"
+ARTIFACT = ROUTEBR_ARTIFACT  # found like the CLI finds it (tests/conftest.py)
 KEY_ENV = "ROUTEBR_INTERRUPT_TEST_KEY"
 ENV = {**os.environ, "TQDM_DISABLE": "1", KEY_ENV: "sk-test-interrupt"}
 
@@ -59,6 +60,7 @@ def _one_interrupted_line(code: int, err: str, command: str) -> list[str]:
     return shlex.split(err[len(prefix):].strip())
 
 
+@pytest.mark.artifact
 def test_ctrl_c_during_run_marks_the_manifest_and_the_printed_command_resumes(tmp_path):
     out = tmp_path / "run"
     with OpenAIServer(latency_s=0.05) as server:

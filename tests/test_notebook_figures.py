@@ -106,3 +106,32 @@ def test_the_outcome_chart_prints_zero_counts() -> None:
     assert anatomy["axes"][0]["title"] == "What each edit changes"
     assert anatomy["axes"][0]["xticklabels"] == ["rule", "prompt"]
     assert all(allowed_colour(c) for c in anatomy["axes"][0]["colours"])
+
+
+# ------------------------------------------------------------------------------------------- issue 30: two figures
+
+
+def test_confusion_panels_share_one_colour_scale_and_one_colour_bar() -> None:
+    from routebr_kit.evaluation.plots import confusion_figure
+
+    paths = ["DISPATCH", "REJECT"]
+    small = pd.DataFrame([[3, 1], [0, 2]], index=paths, columns=paths)
+    large = pd.DataFrame([[90, 5], [4, 60]], index=paths, columns=paths)
+    fig = confusion_figure({"RouteBR": small, "B1": large}, "confusion")
+    meshes = [ax.collections[0] for ax in fig.axes[:2]]
+    assert len({m.get_clim() for m in meshes}) == 1 and meshes[0].get_clim() == (0, 90)
+    assert len(fig.axes) == 3 and fig.axes[2].get_ylabel() == "cases"  # the one colour bar
+
+
+def test_difficulty_bars_keep_the_legend_off_the_bars_and_label_zero() -> None:
+    from routebr_kit.evaluation.plots import difficulty_figure
+
+    frame = pd.DataFrame({"difficulty": ["easy", "easy", "hard", "hard"], "system": ["RouteBR", "A-ground"] * 2,
+                          "exact": [100.0, 95.0, 0.0, 40.0]})
+    fig = difficulty_figure(frame, "by difficulty")
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    legend = ax.get_legend().get_window_extent()
+    assert legend.x0 >= ax.get_window_extent().x1  # beside the axes, over no bar
+    labels = [t.get_text() for t in ax.texts]
+    assert "0%" in labels and len(labels) == 4

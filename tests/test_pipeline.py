@@ -93,13 +93,13 @@ def test_ci_run_writes_notebooks_tables_figures_manifest_and_index(tmp_path, cap
     assert main(["reproduce", "--params", str(PARAMS / "ci.yaml"), "--out", str(out), "--no-progress",
                  "--no-artifact"]) == 0
     printed = capfd.readouterr()  # file-descriptor level: the kernels' own stderr would land here
-    assert "finished" in printed.out and "artifact: none (not used (--no-artifact))" in printed.out
+    assert "finished" in printed.out and "artifact: not used: --no-artifact" in printed.out
     for noise in ("KeyboardInterrupt caught in kernel", "running over TCP"):
         assert noise not in printed.out + printed.err
     assert "running over TCP" in (out / "kernel.log").read_text(encoding="utf-8")  # kept, not lost
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["status"] == "complete" and manifest["artifact"] is None
-    assert manifest["artifact_found_by"] == "not used (--no-artifact)"
+    assert manifest["artifact_found_by"] == "not used: --no-artifact"
     status = {n["name"]: n["status"] for n in manifest["notebooks"]}
     assert list(status) == [job.name for job in RunPlan.load(PARAMS / "ci.yaml").jobs]
     assert status.pop("07_paper_replay") == "skipped"  # needs the artifact, and this run has none
@@ -197,7 +197,7 @@ def test_the_artifact_is_used_whenever_it_is_found(routebr_artifact, tmp_path, m
     monkeypatch.setenv("ROUTEBR_ARTIFACT", str(routebr_artifact))
     found = choose_artifact()
     assert found.path == routebr_artifact.resolve() and found.how == "$ROUTEBR_ARTIFACT"
-    assert choose_artifact(routebr_artifact).how == "explicit path (--artifact)"
+    assert choose_artifact(routebr_artifact).how == "explicit path, --artifact"
     assert choose_artifact(discover=False).path is None
     prepared = prepare(RunPlan.load(PARAMS / "default.yaml"), tmp_path / "run", artifact=found)
     parameters = {job.name: p for job, p in prepared.jobs}

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROUTEBR_ARTIFACT
 from openai_server import OpenAIServer
 
 import routebr_kit as rk
@@ -39,7 +40,7 @@ from routebr_kit.store.files import MAX_YAML_ALIASES, parse_json, parse_yaml, re
 from routebr_kit.store.ledger import RunLedger
 
 REPO = Path(__file__).resolve().parents[1]
-ARTIFACT = REPO.parent / "shared" / "routebr_artifact"
+ARTIFACT = ROUTEBR_ARTIFACT  # found like the CLI finds it (tests/conftest.py)
 E = ErrorCode
 BOMB = "gate:\n  - &a [x, x, x, x, x, x, x, x, x]\n" + "".join(  # 9**9 leaves once expanded
     f"  - &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
@@ -230,6 +231,7 @@ def _cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
                           cwd=cwd, env={**os.environ, "TQDM_DISABLE": "1"})
 
 
+@pytest.mark.artifact
 def test_an_alias_bomb_as_gate_or_space_ends_at_once_with_one_line(tmp_path):
     bomb = write(tmp_path / "bomb.yaml", BOMB)
     assert len(BOMB.encode()) < 420
@@ -268,6 +270,7 @@ def _published(tmp_path: Path, transform) -> Path:
     return write(tmp_path / "prompts.json", transform(text))
 
 
+@pytest.mark.artifact
 @pytest.mark.parametrize("defect, transform, code, field", [
     ("a second ROUTEBR text", lambda t: t.rstrip().rstrip("}") + ',\n  "ROUTEBR": "a different text"\n}\n',
      E.DUPLICATE_ID, "ROUTEBR"),
@@ -299,6 +302,7 @@ def test_the_published_prompt_file_is_strict_and_refused_before_any_request(tmp_
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.artifact
 def test_the_published_and_kit_prompt_files_still_load():
     assert load_published_prompts(ARTIFACT / "experiments" / "prompts.json").texts["ROUTEBR"]
     for language in ("en", "zh"):

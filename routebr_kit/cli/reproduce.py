@@ -49,16 +49,19 @@ def reproduce(args: argparse.Namespace) -> int:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out = args.out = args.out or work_root() / "outputs" / f"{plan.name}-{stamp}"  # args.out: a Ctrl-C resume hint
     prepared = prepare(plan, out, artifact=choice, resume=args.resume)  # every check, before anything is written
-    print(f"artifact: {choice.path if choice.path is not None else 'none'} ({choice.how})")
+    print(f"artifact: {choice.path} ({choice.how})" if choice.path is not None else f"artifact: {choice.how}")
     if args.dry_run:
         print(f"parameters: {plan.source}; output folder: {prepared.out} (not created: --dry-run)")
         for job, parameters in prepared.jobs:
             art = str(choice.path) if choice.path is not None else None
-            shown = f"skipped ({skip_reason(job, art)})" if parameters is None else json.dumps(parameters)
+            shown = f"skipped: {skip_reason(job, art)}" if parameters is None else json.dumps(parameters)
             print(f"  {job.name}: {'kept (resume)' if job.name in prepared.kept else shown}")
         return 0
     if prepared.kept:
         print(f"resuming {prepared.out}: keeping {', '.join(prepared.kept)}")
     status = execute(prepared, progress=not args.no_progress)
-    print(f"{'finished' if status == 0 else 'FAILED'}: {prepared.out / 'README.md'}")
+    if status == 0:
+        print(f"finished: {prepared.out / 'report.html'} (open in a browser); index: {prepared.out / 'README.md'}")
+    else:
+        print(f"FAILED: {prepared.out / 'README.md'}")
     return status

@@ -1,15 +1,16 @@
-"""``routebr-kit tables --artifact DIR --out OUTDIR``: every published table, recomputed and checked."""
+"""``routebr-kit tables [--artifact DIR] --out OUTDIR``: every published table, recomputed and checked."""
 
 from __future__ import annotations
 
 import argparse
 
 from ..store.artifact import Artifact
-from .common import command, print_table
+from .common import command, discovered_artifact, print_table
 
 
 def _args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--artifact", required=True, help="published artifact directory (like ../shared/routebr_artifact)")
+    p.add_argument("--artifact", help="published artifact directory (default: the first one found, like reproduce: "
+                   "$ROUTEBR_ARTIFACT, artifacts/routebr/, ../shared/routebr_artifact)")
     p.add_argument("--out", required=True, help="directory for the tables (tables/*.csv, tables/*.md)")
 
 
@@ -19,7 +20,7 @@ def tables(args: argparse.Namespace) -> int:
     from ..experiments.replication import LedgerOrigin, paper_tables, replay_artifact
     from ..notebook.outputs import Outputs
 
-    artifact = Artifact(args.artifact)
+    artifact = Artifact(discovered_artifact(args.artifact))
     report = replay_artifact(artifact)
     from_predictions = paper_tables(artifact, LedgerOrigin.PUBLISHED)
     from_replay = paper_tables(artifact, LedgerOrigin.REPLAYED, report)
@@ -46,4 +47,5 @@ def tables(args: argparse.Namespace) -> int:
         print(f"MISMATCH {check.table} / {check.row} / {check.column}: "
               f"published {check.published!r}, reproduced {check.reproduced!r}")
     print(card.line)
+    print(f"tables written to {(out.root / 'tables').resolve()}/: one .csv and one .md per table")
     return 0 if card.ok and not differ and report.ok and audit.ok else 1

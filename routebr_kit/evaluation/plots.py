@@ -73,16 +73,38 @@ def fd_fb_figure(scores: Mapping[str, Scores]) -> Figure:
 
 
 def confusion_figure(matrices: Mapping[str, pd.DataFrame], title: str) -> Figure:
-    """One annotated gold-by-predicted final-path heatmap per system, with tick labels that do not collide."""
-    fig, axes = plt.subplots(1, len(matrices), figsize=(6.4 * len(matrices), 6.0), squeeze=False)
-    for ax, (label, matrix) in zip(axes[0], matrices.items()):
-        sns.heatmap(matrix, annot=True, fmt="d", cmap="cividis", cbar=False, ax=ax, annot_kws={"fontsize": 8})
+    """One annotated gold-by-predicted final-path heatmap per system on ONE colour scale (the same count is the
+    same colour in every panel), with one colour bar for all panels and tick labels that do not collide."""
+    n = len(matrices)
+    vmax = max((int(m.to_numpy().max()) for m in matrices.values() if m.size), default=1) or 1
+    fig, axes = plt.subplots(1, n + 1, figsize=(6.4 * n + 0.6, 6.0), squeeze=False,
+                             gridspec_kw={"width_ratios": [1.0] * n + [0.05]})
+    for ax, (label, matrix) in zip(axes[0][:n], matrices.items()):
+        sns.heatmap(matrix, annot=True, fmt="d", cmap="cividis", vmin=0, vmax=vmax, cbar=False, ax=ax,
+                    annot_kws={"fontsize": 8})
         ax.set_title(label)
         ax.set_xlabel("predicted final path")
         ax.set_ylabel("gold final path")
         ax.tick_params(axis="x", labelrotation=90, labelsize="x-small")
         ax.tick_params(axis="y", labelrotation=0, labelsize="x-small")
+    fig.colorbar(axes[0][0].collections[0], cax=axes[0][n], label="cases")
     fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def difficulty_figure(frame: pd.DataFrame, title: str, *, value: str = "exact", x: str = "difficulty",
+                      hue: str = "system") -> Figure:
+    """Grouped bars of a percentage by ``x`` and ``hue``: the legend beside the axes (never over a bar) and every
+    bar labelled with its value, so a 0 % bar is seen as 0 %, not as a missing one."""
+    fig, ax = plt.subplots(figsize=(9, 4))
+    sns.barplot(data=frame, x=x, y=value, hue=hue, palette=PALETTE, ax=ax)
+    for bars in ax.containers:
+        ax.bar_label(bars, fmt="%.0f%%", fontsize="x-small", padding=2)
+    ax.set_ylabel("exact final path (%)")
+    ax.set_ylim(0, 110)
+    ax.set_title(title)
+    ax.legend(title=hue, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig
 

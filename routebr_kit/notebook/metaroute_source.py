@@ -13,7 +13,8 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from ..store.artifact import REPO, SIBLING_DIR, find_artifact
+from ..store.artifact import SIBLING_DIR, find_artifact
+from ..store.kitfiles import source_checkout
 
 METAROUTE_ENV = "METAROUTE_ARTIFACT"
 SUITES = ("main", "ablations")
@@ -35,11 +36,13 @@ def metaroute_candidates(explicit: str | Path | None = None) -> tuple[tuple[str,
         found.append(("explicit path", Path(explicit)))
     if os.environ.get(METAROUTE_ENV):
         found.append((f"${METAROUTE_ENV}", Path(os.environ[METAROUTE_ENV])))
-    found.append(("conventional folder", REPO / "artifacts" / "metaroute"))
+    checkout = source_checkout()
+    found.append(("conventional folder", (checkout or Path.cwd()) / "artifacts" / "metaroute"))
     routebr = find_artifact()
     if routebr is not None:
         found.append(("beside the RouteBR artifact", routebr.parent / "metaroute_artifact"))
-    found.append(("sibling checkout", SIBLING_DIR.parent / "metaroute_artifact"))
+    if checkout is not None:  # an installed wheel has no sibling checkout (never a path inside the venv)
+        found.append(("sibling checkout", SIBLING_DIR.parent / "metaroute_artifact"))
     return tuple(found)
 
 

@@ -8,13 +8,32 @@ Files are written deterministically: no timestamps in PDF/PNG metadata, fixed fl
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..store.files import read_json
+from ..store.kitfiles import source_checkout
 
 CAPTIONS = "captions.json"
+
+
+def kit_path(value: str | Path | None, *, empty: str | Path = "") -> str:
+    """A path parameter of a notebook, resolved the same from any working directory.
+
+    A relative path is relative to the kit's ``notebooks/`` folder — where JupyterLab runs the notebook — so
+    ``papermill notebooks/00_quickstart.ipynb out.ipynb`` from the repository root (or from anywhere) reads and writes
+    the same files as Lab does.  From an installed wheel (no checkout) it is relative to the current directory.  An
+    absolute path is kept; an empty value gives ``empty`` (the notebook's "discover" or "the kit's own" default).
+    """
+    if value is None or str(value) == "":
+        return str(empty)
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        checkout = source_checkout()
+        path = Path(os.path.normpath((checkout / "notebooks" if checkout is not None else Path.cwd()) / path))
+    return str(path)
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,7 @@ def _missing_local() -> tuple[str, ...]:
 #: Optional extras a notebook may require → the modules of it that are missing here (empty: installed).
 EXTRAS = {"local": _missing_local, "learned": lambda: _missing_modules(("sklearn",))}
 #: How to install each extra (the skip reason names it).
-INSTALL = {"local": "make local-model", "learned": "pip install 'routebr-kit[learned]'"}
+INSTALL = {"local": "make local-model"}  # the checkout's shortcut, beside pip install
 
 
 def _missing_modules(modules: tuple[str, ...]) -> tuple[str, ...]:
@@ -111,9 +111,12 @@ def _missing_modules(modules: tuple[str, ...]) -> tuple[str, ...]:
 def skip_reason(job: NotebookJob, artifact: str | None) -> str | None:
     """Why ``job`` is skipped in this run (no artifact, or a missing optional extra), else ``None``."""
     if job.requires_artifact and artifact is None:
-        return "needs the RouteBR artifact (none used)"
+        return f"needs the RouteBR artifact, and none is used; {FETCH_HINT} installs it"
     if job.requires_extra and EXTRAS[job.requires_extra]():
-        return f"needs the optional extra [{job.requires_extra}] (install it with: {INSTALL[job.requires_extra]})"
+        extra = job.requires_extra
+        return (f"needs the optional extra [{extra}]; install it with: pip install 'routebr-kit[{extra}]'"
+                + (f", or {INSTALL[extra]} in this checkout" if extra in INSTALL and source_checkout() is not None
+                   else ""))
     return None
 
 
@@ -219,9 +222,9 @@ def choose_artifact(explicit: str | Path | None = None, *, discover: bool = True
     """
     if explicit:
         path = find_artifact(explicit)  # raises FILE_NOT_FOUND naming the path when it is not an artifact
-        return _with_metaroute(ArtifactChoice(path, "explicit path (--artifact)"))
+        return _with_metaroute(ArtifactChoice(path, "explicit path, --artifact"))
     if not discover:
-        return ArtifactChoice(None, "not used (--no-artifact)")
+        return ArtifactChoice(None, "not used: --no-artifact")
     named = os.environ.get(ARTIFACT_ENV)
     if named and not is_artifact_dir(named):
         raise DataError(ErrorCode.FILE_NOT_FOUND, "an artifact directory with data/ and experiments/results/",
@@ -230,12 +233,16 @@ def choose_artifact(explicit: str | Path | None = None, *, discover: bool = True
         if is_artifact_dir(path):
             return _with_metaroute(ArtifactChoice(path.resolve(), how))
     looked = ", ".join(sorted({str(p) for _, p in artifact_candidates()}))
-    return ArtifactChoice(None, f"none found (looked in {looked}; routebr-kit fetch-artifact installs it)")
+    return ArtifactChoice(None, f"none found; looked in {looked}; {FETCH_HINT} installs it")
 
 
 def _with_metaroute(choice: ArtifactChoice) -> ArtifactChoice:
     beside = choice.path.parent / "metaroute_artifact" if choice.path is not None else None
     return ArtifactChoice(choice.path, choice.how, beside if beside is not None and beside.is_dir() else None)
+
+
+#: How a person gets the artifact: ``make artifact`` in a checkout, the command itself from an installed wheel.
+FETCH_HINT = "make artifact" if source_checkout() is not None else "routebr-kit fetch-artifact"
 
 
 #: Parameters named ``*_path`` / ``*_dir`` are input paths, except these outputs.
@@ -376,6 +383,7 @@ def execute(prepared: PreparedRun, *, progress: bool = True) -> int:
     _write_index(out, plan, done)
     if status == 0:
         write_report(out, out / "report.html")  # one file: every notebook's section, figures, the runs' traces
+        _write_index(out, plan, done, report=True)  # the index links the report once it exists
     return status
 
 
@@ -391,6 +399,8 @@ def _execute_jobs(prepared: PreparedRun, results: list[NotebookResult], started:
                     disable=not progress)
         for i, (job, parameters) in jobs:
             jobs.set_postfix_str(job.name)
+            if i and not progress:  # without a bar: one line per notebook, as each one ends
+                _print_line(i, len(results), results[i - 1])
             if parameters is None:
                 art = str(prepared.artifact.path) if prepared.artifact.path is not None else None
                 results[i] = NotebookResult(job.name, "skipped", 0.0, {}, skip_reason(job, art) or "skipped")
@@ -419,7 +429,17 @@ def _execute_jobs(prepared: PreparedRun, results: list[NotebookResult], started:
             results[i] = NotebookResult(job.name, "ok", time.perf_counter() - t0, parameters)
             _write_manifest(out, prepared, results, time.perf_counter() - started, "running")
             _write_index(out, plan, results)
+        last = max((i for i, r in enumerate(results) if r.status != "pending"), default=None)
+        if not progress and last is not None:
+            _print_line(last + 1, len(results), results[last])
     return status
+
+
+def _print_line(done: int, total: int, result: NotebookResult) -> None:
+    """``[3/14] 02_backend_screening: ok, 41 s`` (``reproduce --no-progress``)."""
+    how = {"ok": "kept from the resumed run" if result.resumed else f"ok, {result.seconds:.0f} s",
+           "skipped": f"skipped: {result.error}", "failed": f"FAILED after {result.seconds:.0f} s: {result.error}"}
+    print(f"[{done}/{total}] {result.name}: {how.get(result.status, result.status)}", flush=True)
 
 
 def _quiet_kernel_manager(sink: Any) -> type:
@@ -492,15 +512,19 @@ def _write_manifest(out: Path, prepared: PreparedRun, results: list[NotebookResu
     os.replace(partial, out / "manifest.json")
 
 
-def _write_index(out: Path, plan: RunPlan, results: list[NotebookResult]) -> None:
-    lines = [f"# Run `{out.name}`", "", f"Parameters: `{Path(plan.source).name}`. "
+def _write_index(out: Path, plan: RunPlan, results: list[NotebookResult], *, report: bool = False) -> None:
+    lines = [f"# Run `{out.name}`", ""]
+    if report:
+        lines += ["**Report: [`report.html`](report.html)** — every notebook's tables and figures, the runs' "
+                  "traces and the provenance, in one file for a browser.", ""]
+    lines += [f"Parameters: `{Path(plan.source).name}`. "
              "Machine-readable record: [`manifest.json`](manifest.json) (it also says which artifact was used and "
              "how it was found). Logs: [`pipeline.log`](pipeline.log), [`kernel.log`](kernel.log).", ""]
     for r in results:
         head = f"## {r.name} — {r.status}"
         lines += [head, ""]
         if r.status == "skipped":
-            lines += [f"Skipped ({r.error}).", ""]
+            lines += [f"Skipped: {r.error}.", ""]
             continue
         if r.status == "pending":
             lines += ["Not run yet.", ""]

@@ -278,6 +278,8 @@ def write_release(directory: str | Path, base: AssetFiles, *, rules: Sequence[Ru
     schema document written as ``state_schema.json``)."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
+    for stale in _asset_files(out):  # a release written here before (another base, another source): rewritten whole
+        stale.unlink()
     for path in (base.catalog, base.rules, base.registry, base.prompts, base.profiles, *base.adapter):
         if path is not None:
             (out / path.name).write_bytes(path.read_bytes())
@@ -298,6 +300,13 @@ def write_release(directory: str | Path, base: AssetFiles, *, rules: Sequence[Ru
         (out / base.prompts.name).write_text(json.dumps(prompts, ensure_ascii=False, indent=1) + "\n",
                                              encoding="utf-8")
     return AssetFiles.from_dir(out)
+
+
+def _asset_files(root: Path) -> list[Path]:
+    """The files of ``root`` that :meth:`AssetFiles.from_dir` would read as a release's assets (nothing else)."""
+    names = {CATALOG_FILE, RULES_FILE, *REGISTRY_NAMES, PUBLISHED_PROMPTS, *PROFILE_NAMES, STATE_SCHEMA_NAME}
+    return [p for p in root.iterdir() if (p.is_file() or p.is_symlink())
+            and (p.name in names or p.match(KIT_PROMPTS_GLOB) or p.suffix == ".py")]
 
 
 def registry_without(path: str | Path, object_ids: Sequence[str]) -> str:

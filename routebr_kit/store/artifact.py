@@ -27,6 +27,7 @@ from ..core.hashing import sha256_file
 from ..core.records import System
 from .assets import Assets, load_assets, read_json
 from .cases import Case, Split, load_cases
+from .kitfiles import source_checkout
 from .ledger import PredictionRow, check_rows_match_manifest, read_predictions
 
 SELECT, CONFIRM = "select", "confirm"
@@ -36,8 +37,8 @@ PUBLISHED_REPOSITORY = "YgcCoder/RouteBR"
 PUBLISHED_COMMIT = "2b78d8857ed48f39c05d914630af3d535c3f0eba"
 #: The environment variable that names an artifact directory.
 ARTIFACT_ENV = "ROUTEBR_ARTIFACT"
-#: The repository root of a source checkout (for a non-editable install this is site-packages' parent and the
-#: conventional folders below simply do not exist).
+#: The repository root of a source checkout (for a non-editable install this is ``site-packages`` and the folders
+#: below are never searched: :func:`artifact_candidates` looks in the current directory instead).
 REPO = Path(__file__).resolve().parents[2]
 #: Where ``routebr-kit fetch-artifact`` unpacks the published repository (ignored by git).
 CONVENTIONAL_DIR = REPO / "artifacts" / "routebr"
@@ -180,8 +181,13 @@ def artifact_candidates(explicit: str | Path | None = None) -> tuple[tuple[str, 
         found.append(("explicit path", Path(explicit)))
     if os.environ.get(ARTIFACT_ENV):
         found.append((f"${ARTIFACT_ENV}", Path(os.environ[ARTIFACT_ENV])))
-    found += [("conventional folder", CONVENTIONAL_DIR), ("conventional folder", Path.cwd() / "artifacts" / "routebr"),
-              ("sibling checkout", SIBLING_DIR)]
+    here = Path.cwd() / "artifacts" / "routebr"
+    if source_checkout() is None:  # an installed wheel: only the current directory, never a path inside the venv
+        found.append(("conventional folder", here))
+    else:
+        found += [("conventional folder", CONVENTIONAL_DIR), *([("conventional folder", here)]
+                                                               if here.resolve() != CONVENTIONAL_DIR.resolve() else []),
+                  ("sibling checkout", SIBLING_DIR)]
     return tuple(found)
 
 
