@@ -4,10 +4,10 @@ the same cases names a paired test (exact McNemar or a paired bootstrap / paired
 The scan reads the conclusions as a fresh papermill run of each notebook renders them (:mod:`tests.notebook_runs`,
 the first of its two variants; the ``text/markdown`` outputs of its "What the numbers mean" section — a
 ``%%conclusion`` template filled from the run's facts), one bullet at a time, never the committed outputs.
-A bullet is a *comparison* when it names at least two systems, relates them (``vs``, ``against``, ``than``, ``behind``, ``minus``,
-``rises``, …) and carries a number; it is *paired* when it names McNemar or a paired analysis.  The scanner is a
-heuristic over wording, so it is tested on both sides first (it must flag an unpaired sentence and pass a paired
-one), then run on every notebook.
+A bullet is a *comparison* when it names at least two systems, relates them (``vs``, ``against``, ``than``,
+``behind``, ``minus``, ``rises``, …) and carries a number; it is *paired* when it names McNemar or a paired
+analysis.  The scanner is a heuristic over wording, so it is tested on both sides first (it must flag an unpaired
+sentence and pass a paired one), then run on every notebook.
 
 Known unpaired conclusions are marked ``xfail(strict=True)`` per notebook with what they compare: fixing the
 sentence (the notebook's ``%%conclusion`` template) turns the mark into a failure that asks for its removal.
