@@ -67,3 +67,25 @@ def _run_magic(shell) -> None:  # noqa: ANN001
     shell.user_ns["facts"] = {"n": 2}
     with pytest.raises(ConclusionError, match="not computed"):
         shell.run_cell_magic("conclusion", "facts", "{n} {ok}")
+
+
+def _template(notebook: str) -> str:
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "notebooks" / f"{notebook}.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    source = next("".join(c["source"]) for c in cells if "".join(c["source"]).startswith("%%conclusion facts\n"))
+    return source.split("\n", 1)[1]
+
+
+@pytest.mark.parametrize("separated", [True, False])
+def test_quickstart_template_says_whether_the_state_separated_the_requests(separated) -> None:
+    facts = {"permitted_terminal": "DISPATCH", "forbidden_terminal": "REJECT" if separated else "DISPATCH",
+             "state_separated": separated, "forbidden_rule": "R060", "forbidden_priority": 60,
+             "forbidden_condition": "action_permission = false → REJECT", "lower_candidates": [], "has_lower": False,
+             "committed_action": "A5_PROTECTED_ACTION", "closed_terminal": "CLARIFY", "closed_reason": "x",
+             "closed_calls": 2, "closed_errors": "E", "closed_dispatched": False}
+    text = render_conclusion(_template("00_quickstart"), facts)
+    assert ("runtime state alone" in text) is separated and ("does not hold" in text) is not separated
+    assert "a bounded terminal, not a dispatch" in text

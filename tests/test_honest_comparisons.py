@@ -1,15 +1,16 @@
 """Honest comparisons (issue 25): every comparison the notebooks' rendered conclusions make between two systems on
 the same cases names a paired test (exact McNemar or a paired bootstrap / paired difference).
 
-The scan reads the conclusions as the notebooks rendered them (the ``text/markdown`` outputs that
-:mod:`routebr_kit.notebook.conclusions` produces, "What the numbers mean"), one bullet at a time.  A bullet is a
-*comparison* when it names at least two systems, relates them (``vs``, ``against``, ``than``, ``behind``, ``minus``,
-``rises``, …) and carries a number; it is *paired* when it names McNemar or a paired analysis.  The scanner is a
-heuristic over wording, so it is tested on both sides first (it must flag an unpaired sentence and pass a paired
-one), then run on every notebook.
+The scan reads the conclusions as a fresh papermill run of each notebook renders them (:mod:`tests.notebook_runs`,
+the first of its two variants; the ``text/markdown`` outputs of its "What the numbers mean" section — a
+``%%conclusion`` template filled from the run's facts), one bullet at a time, never the committed outputs.
+A bullet is a *comparison* when it names at least two systems, relates them (``vs``, ``against``, ``than``,
+``behind``, ``minus``, ``rises``, …) and carries a number; it is *paired* when it names McNemar or a paired
+analysis.  The scanner is a heuristic over wording, so it is tested on both sides first (it must flag an unpaired
+sentence and pass a paired one), then run on every notebook.
 
 Known unpaired conclusions are marked ``xfail(strict=True)`` per notebook with what they compare: fixing the
-sentence (``notebook/conclusions.py``, re-rendered) turns the mark into a failure that asks for its removal.
+sentence (the notebook's ``%%conclusion`` template) turns the mark into a failure that asks for its removal.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import re
 from pathlib import Path
 
 import pytest
+from notebook_runs import executed, variant_names
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
@@ -56,8 +58,14 @@ def unpaired_comparisons(markdown: str) -> list[str]:
     return out
 
 
+def fresh(notebook: Path) -> Path:
+    """``notebook`` executed now with papermill (its first test variant), not its committed outputs."""
+    pytest.importorskip("papermill")
+    return executed(notebook.stem, variant_names(notebook.stem)[0]) / "executed.ipynb"
+
+
 def rendered_conclusions(notebook: Path) -> list[str]:
-    doc = json.loads(notebook.read_text(encoding="utf-8"))
+    doc = json.loads(fresh(notebook).read_text(encoding="utf-8"))
     found = []
     for cell in doc.get("cells", []):
         for output in cell.get("outputs", []):
@@ -124,7 +132,7 @@ def test_notebook_08_tests_its_slice_gaps_paired_and_names_the_test():
     comparison, on the slice's tasks) and the rendered table names that test."""
     from routebr_kit.metaroute.analysis import SLICE_TEST
 
-    nb = json.loads((REPO / "notebooks" / "08_metaroute_bench.ipynb").read_text(encoding="utf-8"))
+    nb = json.loads(fresh(REPO / "notebooks" / "08_metaroute_bench.ipynb").read_text(encoding="utf-8"))
     cell = next(c for c in nb["cells"] if "slice_comparisons(" in "".join(c["source"]))
     printed = "".join("".join(o.get("text", "")) for o in cell.get("outputs", []))
     assert f"test: {SLICE_TEST}" in printed and "paired by seed" in SLICE_TEST

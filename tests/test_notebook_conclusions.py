@@ -19,7 +19,6 @@ import pandas as pd
 import pytest
 from notebook_runs import VARIANTS, executed, variant_names
 
-from routebr_kit.notebook.conclusions import _slug
 from routebr_kit.review.calibration import ALPHA
 
 pytest.importorskip("papermill")
@@ -34,6 +33,11 @@ NUMBER = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?(?:e-?\d+)?%?")
 TEMPLATED = {"13_real_proposers"}
 ALL = sorted(n for n in VARIANTS if n not in TEMPLATED)
 RUNS = [(name, variant) for name in ALL for variant in variant_names(name)]
+
+
+def _slug(label: str) -> str:
+    """A system or rule label as the key part of a fact's name (``"B2 Direct+Guard"`` → ``b2_direct_guard``)."""
+    return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
 
 
 class _Runs(dict):
@@ -53,8 +57,25 @@ def test_every_notebook_is_covered() -> None:
     assert sorted(VARIANTS) == sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb") if p.stem[:2].isdigit())
 
 
-def _conclusion(out_dir: Path) -> dict:
-    return json.loads((out_dir / "tables" / "conclusions.json").read_text(encoding="utf-8"))
+def _conclusion(out_dir: Path, name: str = "conclusions", variable: str = "facts") -> dict:
+    """The run's conclusion: ``values`` (the facts the notebook saved as ``tables/<name>.json``), the ``template``
+    of its ``%%conclusion <variable>`` cell and the ``markdown`` that cell displayed."""
+    saved = json.loads((out_dir / "tables" / f"{name}.json").read_text(encoding="utf-8"))
+    if "markdown" in saved:  # a notebook still on routebr_kit.notebook.conclusions (notebook 13)
+        return saved
+    nb = json.loads((out_dir / "executed.ipynb").read_text(encoding="utf-8"))
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "code"
+                and "".join(c["source"]).startswith(f"%%conclusion {variable}\n"))
+    shown = [o["data"]["text/markdown"] for o in cell.get("outputs", []) if "text/markdown" in o.get("data", {})]
+    assert len(shown) == 1, f"the %%conclusion {variable} cell displayed {len(shown)} Markdown outputs"
+    return {"values": saved, "template": "".join(cell["source"]).split("\n", 1)[1],
+            "markdown": "".join(shown[0])}
+
+
+def _literals(parts: list) -> str:
+    """The words a template types itself (both branches of every choice), without its placeholders."""
+    return "".join(p if isinstance(p, str) else "" if p[0] == "fill" else _literals(p[2]) + "\n" + _literals(p[3])
+                   for p in parts)
 
 
 def _table(out_dir: Path, name: str) -> pd.DataFrame:
@@ -67,7 +88,13 @@ def _count(text: str) -> list[int]:
 
 
 def _stated(c: dict) -> list[str]:
-    """Numbers in the Markdown (outside code spans and the source line) that no stated fact contains."""
+    """Numbers in the Markdown (outside code spans and the source line) that no stated fact contains; for a
+    template, numbers the template types itself (every number must be a placeholder filled from the facts)."""
+    if "template" in c:
+        from routebr_kit.notebook.display import _parse
+
+        typed = re.sub(r"`[^`]*`|\b(?:Figure|Table) \d+", "", _literals(_parse(c["template"], 0, "")[0]))
+        return [n for n in NUMBER.findall(typed) if n not in {"5%", "95%"}]
     body = "\n".join(line for line in c["markdown"].splitlines() if not line.startswith("*Computed from this run"))
     for fact, text in c["texts"].items():
         assert text in body, (fact, text)
@@ -85,6 +112,12 @@ def test_every_number_in_the_prose_is_a_stated_fact(name, variant) -> None:
 @pytest.mark.parametrize(("name", "variant"), RUNS)
 def test_the_notebook_displays_its_saved_conclusion(name, variant) -> None:
     out = executed(name, variant)
+    c = _conclusion(out)
+    if "template" in c:  # the displayed Markdown is the template filled from the saved facts
+        from routebr_kit.notebook.display import render_conclusion
+
+        assert render_conclusion(c["template"], c["values"]) == c["markdown"]
+        return
     nb = json.loads((out / "executed.ipynb").read_text(encoding="utf-8"))
     shown = ["".join(o["data"]["text/markdown"]) for c in nb["cells"] if c["cell_type"] == "code"
              for o in c.get("outputs", []) if "text/markdown" in o.get("data", {})]
@@ -94,7 +127,7 @@ def test_the_notebook_displays_its_saved_conclusion(name, variant) -> None:
 @pytest.mark.parametrize("name", [n for n in ALL if n != "00_quickstart"])  # 00 is scripted: its facts are fixed
 def test_the_prose_follows_the_run(name) -> None:
     first, second = (_conclusion(executed(name, v)) for v in variant_names(name))
-    assert first["texts"].keys() & second["texts"].keys()
+    assert first["values"].keys() & second["values"].keys()
     if name != "05_rq3_object_contract":  # ENTITY is small: two seeds may legitimately agree on every fact
         assert first["values"] != second["values"]
 
@@ -118,7 +151,11 @@ def _facts(values: dict, expected: dict) -> None:
 
     A float is compared to within the 2-decimal rounding of a stated fact; a check that needs another tolerance
     (a p-value, a ratio of 4-decimal table values) passes a ``pytest.approx`` itself."""
-    assert set(values) - {"same_proposal"} == set(expected), "a fact without a table check, or a check without a fact"
+    for key, want in list(expected.items()):  # a k/n count stated by a template as two facts: key and key_n
+        if isinstance(want, list) and len(want) == 2 and not isinstance(values.get(key), list):
+            expected[key], expected[f"{key}_n"] = want
+    numbers = {k for k, v in values.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    assert numbers <= set(expected) <= set(values), "a number without a table check, or a check without a fact"
     for key, want in expected.items():
         if isinstance(want, float):
             assert values[key] == pytest.approx(want, abs=0.006), key
@@ -266,20 +303,22 @@ def test_rq1_facts_match_the_tables(runs, seed) -> None:
     out = runs[("03_rq1_routing_correctness", seed)]
     headline = _table(out, "rq1_main_headline")
     expected = {"n_main": int(headline.loc[headline["system"] == "RouteBR", "n"].iloc[0])}
+    short = {"RouteBR": "routebr", "B1 Direct": "b1", "B2 Direct+Guard": "b2"}
     for r in headline.to_dict("records"):
-        key = _slug(r["system"])
+        key = short[r["system"]]
         expected |= {f"{key}_exact": float(r["exact"]), f"{key}_action": float(r["action"])}
-    if (headline["system"] != "RouteBR").any():
-        expected["largest_gap_pts"] = 100 * float(headline.loc[headline["system"] != "RouteBR", "action_minus_exact"]
-                                                  .max())
+    expected["largest_gap_pts"] = 100 * float(headline.loc[headline["system"] != "RouteBR", "action_minus_exact"]
+                                              .max())
     for t in _table(out, "rq1_mcnemar").to_dict("records"):
-        key = _slug(t["Comparison"].removeprefix("RouteBR vs "))
+        key = short[t["Comparison"].removeprefix("RouteBR vs ")]
         expected |= {f"{key}_a_only": int(t["A only correct"]), f"{key}_b_only": int(t["B only correct"]),
                      f"{key}_p": pytest.approx(float(t["p (two-sided)"]), rel=1e-9)}
     errors = _table(out, "rq1_routebr_errors")
     expected |= {"routebr_errors": len(errors),
                  "routebr_errors_dispatched": int((~errors["pred_path"].astype(str).str.startswith("T_")).sum())}
-    _facts(_conclusion(out)["values"], expected | _audit(_table(out, "rq1_dispatch_audit")))
+    audit = _audit(_table(out, "rq1_dispatch_audit"))
+    audit.setdefault("false_dispatches_misread", 0)
+    _facts(_conclusion(out)["values"], expected | audit)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -318,15 +357,16 @@ def test_rq3_facts_match_the_tables(runs, seed) -> None:
     out = runs[("05_rq3_object_contract", seed)]
     table = _table(out, "table_vi_rq3").set_index(["Variant", "Split"])
     ground, routebr = table.loc[("RouteBR w/o closed grounding", "ENTITY")], table.loc[("RouteBR", "ENTITY")]
-    expected = {"a_ground_fb": _count(ground["FB"]), "a_ground_exact": float(ground["Contract"]) / 100,
+    fb_hits, fb_n = _count(ground["FB"])
+    expected = {"a_ground_fb_hits": fb_hits, "a_ground_fb_n": fb_n, "a_ground_exact": float(ground["Contract"]) / 100,
                 "routebr_entity_exact": float(routebr["Contract"]) / 100,
                 "routebr_entity_object": float(routebr["Object accuracy"]) / 100}
     stops = _table(out, "rq3_who_stops")
-    if len(stops):
-        exact = _flag(stops, "exact")
-        expected["unresolvable_exact"] = [int(stops.loc[exact, "cases"].sum()), int(stops["cases"].sum())]
-        by_rule = stops.groupby("gold_rule")["cases"].sum()
-        expected |= {f"stops_{_slug(str(rule))}": int(n) for rule, n in by_rule.items()}
+    exact = _flag(stops, "exact") if len(stops) else []
+    expected |= {"unresolvable_exact": int(stops.loc[exact, "cases"].sum()) if len(stops) else 0,
+                 "unresolvable_n": int(stops["cases"].sum()) if len(stops) else 0,
+                 "stops_by_rule": ", ".join(f"{rule}: {n}" for rule, n in
+                                            stops.groupby("gold_rule")["cases"].sum().items()) if len(stops) else ""}
     _facts(_conclusion(out)["values"], expected)
 
 

@@ -71,5 +71,5 @@ def test_the_notebook_helpers_and_conclusions_are_exported():
 
     assert {"review_source", "release_files", "first_match_order", "transitions", "suite_runs", "outcome_figure",
             "figure_anatomy", "forbidden_contrast", "gate_calibration", "pass_k", "security", "release_review",
-            "rq1", "rq2", "screening", "adversarial"} <= set(notebook.__all__)
+            "rq2", "screening", "adversarial", "render_conclusion"} <= set(notebook.__all__)
     assert callable(notebook.review_source)  # the function, not its module (renamed review_traffic)

@@ -17,7 +17,6 @@ from routebr_kit.notebook.widgets import (
     metaroute_conclusion,
     parse_topk,
     policy_outcomes_figure,
-    quickstart_conclusion,
 )
 
 STATE = {"identity_verified": True, "entity_resolved": True, "action_permission": True, "service_available": True,
@@ -155,20 +154,6 @@ def test_decision_paths_figure_shows_both_paths(controller, request_and_proposal
     texts = {t.get_text() for t in fig.axes[1].texts}
     assert "not reached" in texts  # the rejected request never reaches the object gate
     assert "not reached" not in {t.get_text() for t in fig.axes[0].texts}
-
-
-def test_quickstart_conclusion_is_computed_from_the_decisions(controller, request_and_proposal):
-    request, proposal = request_and_proposal
-    allowed = controller.decide(request, proposal)
-    blocked = controller.decide(request.with_state(request.state.replace(action_permission=False)), proposal)
-    bad = {"action_id": "A5_PROTECTED_ACTION", "object_id": "SSE:000001", "topk": ["A5_PROTECTED_ACTION"]}
-    closed = controller.decide(request, bad)
-    c = quickstart_conclusion(allowed, blocked, closed)
-    assert c.values["forbidden_rule"] == "R060" and c.values["closed_terminal"] == "CLARIFY"
-    assert all(text in c.markdown for text in c.texts.values())
-    assert "runtime state alone" in c.markdown
-    same = quickstart_conclusion(allowed, allowed, closed)  # no contrast: the claim is said not to hold
-    assert "does not hold" in same.markdown and "runtime state alone" not in same.markdown
 
 
 # ------------------------------------------------------------------------------------------ MetaRoute explorer

@@ -104,54 +104,6 @@ def _simulated_caveat(source: str) -> str | None:
     return None
 
 
-# ---------------------------------------------------------------------------------------------------- notebook 03
-def rq1(headline: pd.DataFrame, tests: pd.DataFrame, audit: DispatchAudit, errors: pd.DataFrame,
-        source: str) -> Conclusion:
-    """RQ1: exact path versus action accuracy, the McNemar tests, and what RouteBR's errors are."""
-    f = Facts()
-    bullets = []
-    rb = _row(headline, "system", ROUTEBR)
-    n = int(rb["n"])
-    parts = []
-    for _, row in headline.iterrows():
-        key = _slug(row["system"])
-        parts.append(f"{row['system']} {f.pct(key + '_exact', row['exact'])} exact "
-                     f"(action {f.pct(key + '_action', row['action'])})")
-    bullets.append(f"**Exact path versus action accuracy on MAIN** (n = {f.integer('n_main', n)}): "
-                   + "; ".join(parts) + ".")
-    wide = headline[headline["system"] != ROUTEBR]
-    if len(wide):
-        worst = wide.sort_values("action_minus_exact").iloc[-1]
-        gap = 100 * float(worst["action_minus_exact"])
-        text = f.points("largest_gap_pts", gap)
-        if gap > 5:
-            bullets.append(f"{worst['system']} understands the request far better than it routes it: its action "
-                           f"accuracy exceeds its exact path by {text} points — the cases it dispatched although "
-                           "the runtime state forbade it or ended on the wrong terminal.")
-        else:
-            bullets.append(f"No baseline loses much after understanding the request in this run (largest "
-                           f"action-minus-exact gap: {text} points, {worst['system']}).")
-    for _, t in tests.iterrows():
-        other = t["Comparison"].removeprefix("RouteBR vs ")
-        key = _slug(other)
-        a, b = f.integer(key + "_a_only", t["A only correct"]), f.integer(key + "_b_only", t["B only correct"])
-        pv = float(t["p (two-sided)"])
-        ptext = f.p(key + "_p", pv)
-        verdict = "significant at the 5% level" if pv < 0.05 else "not significant at the 5% level"
-        bullets.append(f"RouteBR vs {other}: {a} cases only RouteBR got right, {b} only {other} (exact McNemar "
-                       f"p = {ptext}, {verdict}).")
-    wrong = len(errors)
-    dispatched_wrong = int((~errors["pred_path"].astype(str).str.startswith("T_")).sum()) if wrong else 0
-    bullets.append(f"RouteBR's wrong paths on MAIN: {f.integer('routebr_errors', wrong)}; "
-                   f"{f.integer('routebr_errors_dispatched', dispatched_wrong)} of them dispatched an action "
-                   "the model proposed in place of the gold one, the others ended on a terminal.")
-    bullets.append(_guarantee_sentence(f, audit, "MAIN+FLIP"))
-    caveat = _simulated_caveat(source)
-    if caveat:
-        bullets.append(caveat)
-    return f.conclusion(bullets, source)
-
-
 def _guarantee_sentence(f: Facts, audit: DispatchAudit, where: str) -> str:
     allowed = f.count("dispatches_allowed", audit.allowed_dispatches, audit.dispatches)
     false = f.count("false_dispatches", len(audit.false_dispatches), audit.gold_bounded)
@@ -237,49 +189,6 @@ def rq2(pair_table: pd.DataFrame, missed: pd.DataFrame, audit: DispatchAudit, se
                        f"action {ex.gold_action} the rules block ({ex.rule_for_gold} → {ex.decision_for_gold}); rule "
                        f"{ex.rule_for_proposed} allows {ex.proposed_action}, so RouteBR dispatched it — correct "
                        "behaviour of the controller, a wrong outcome for the customer.")
-    caveat = _simulated_caveat(source)
-    if caveat:
-        bullets.append(caveat)
-    return f.conclusion(bullets, source)
-
-
-# ---------------------------------------------------------------------------------------------------- notebook 05
-def rq3(table_vi: pd.DataFrame, stops: pd.DataFrame, source: str) -> Conclusion:
-    """RQ3: what closed grounding does on ENTITY, object versus path accuracy, who stops unresolvable references."""
-    f = Facts()
-    bullets = []
-    by = {(r["Variant"], r["Split"]): r for _, r in table_vi.iterrows()}
-    rb, ag = by.get((ROUTEBR, "ENTITY")), by.get((A_GROUND, "ENTITY"))
-    if ag is not None:
-        fb_hits, fb_n = _count(ag["FB"])
-        full = "every" if fb_hits == fb_n else "not every"
-        bullets.append(f"**Closed grounding keeps ENTITY dispatches possible and honest.** Without it (A-ground) "
-                       f"{full} dispatchable ENTITY case became a `CLARIFY`: false block "
-                       f"{f.count('a_ground_fb', fb_hits, fb_n)}, exact path "
-                       f"{f.pct('a_ground_exact', float(ag['Contract']) / 100)}.")
-    if rb is not None:
-        path, obj = float(rb["Contract"]) / 100, float(rb["Object accuracy"]) / 100
-        p, o = f.pct("routebr_entity_exact", path), f.pct("routebr_entity_object", obj)
-        if obj < path:
-            relation = (f"RouteBR's object accuracy ({o}) is below its exact path ({p}): an object error on a case "
-                        "the rules block anyway does not change the path (the strict `action@object` path counts it).")
-        elif obj > path:
-            relation = (f"RouteBR's object accuracy ({o}) is above its exact path ({p}): some paths went wrong with "
-                        "the right object (a wrong action or boundary).")
-        else:
-            relation = f"RouteBR's object accuracy equals its exact path here ({o})."
-        bullets.append(relation)
-    if len(stops):
-        total = int(stops["cases"].sum())
-        exact = int(stops.loc[stops["exact"].astype(bool), "cases"].sum())
-        by_rule = stops.groupby("gold_rule")["cases"].sum()
-        rule_part = ", ".join(f"{rule}: {f.integer('stops_' + _slug(rule), n)}" for rule, n in by_rule.items())
-        gate = int(stops.loc[stops["gold_rule"] == "R999", "cases"].sum())
-        who = ("the object gate is their only line of defence" if gate else
-               "the rule R040 on `entity_resolved=false` stops them before the object gate runs, which is a "
-               "second line of defence")
-        bullets.append(f"Unresolvable references on ENTITY: {f.count('unresolvable_exact', exact, total)} ended on "
-                       f"their gold path (gold rule — {rule_part}); {who}.")
     caveat = _simulated_caveat(source)
     if caveat:
         bullets.append(caveat)
@@ -883,42 +792,6 @@ def _num(value: float) -> str:
 # ------------------------------------------------------------------------------------------ notebooks 00 / 08
 
 
-def quickstart_conclusion(permitted: Decision, forbidden: Decision, closed: Decision) -> Conclusion:
-    """Notebook 00: what separated the two Figure-1 decisions, and how the invalid proposal ended."""
-    f = Facts()
-    bullets = []
-    same = permitted.first_output == forbidden.first_output
-    f.values["same_proposal"] = same
-    f.put("permitted_terminal", permitted.terminal.value, permitted.terminal.value)
-    f.put("forbidden_terminal", forbidden.terminal.value, forbidden.terminal.value)
-    if same and permitted.terminal is not forbidden.terminal:
-        rule = forbidden.rule
-        rule_text = f.put("forbidden_rule", forbidden.rule_id, str(forbidden.rule_id))
-        detail = (f" (priority {f.put('forbidden_priority', rule.priority, str(rule.priority))}, "
-                  f"{rule.condition.describe()} → {rule.decision.value})") if rule else ""
-        bullets.append(f"The proposal was identical in both requests, yet one ended in `{permitted.terminal.value}` "
-                       f"and the other in `{forbidden.terminal.value}`: the **runtime state alone** separated them, "
-                       f"through rule **{rule_text}**{detail}, which the model never saw.")
-    else:
-        bullets.append(f"In this run both requests ended in `{permitted.terminal.value}` / "
-                       f"`{forbidden.terminal.value}` (same proposal: {same}) — the runtime-state change did not "
-                       "separate them, so Figure 1's contrast does not hold for these parameters.")
-    lower = list(forbidden.topk[1:])
-    if lower:
-        bullets.append(f"The rejected request's lower-ranked candidates {lower} were never consulted: the controller "
-                       f"committed to `{forbidden.proposal.action_id}` and stopped there.")
-    codes = sorted({e.code.value for e in closed.errors})
-    terminal = f.put("closed_terminal", closed.terminal.value, closed.terminal.value)
-    reason = f.put("closed_reason", closed.reason.value, closed.reason.value)
-    calls = f.put("closed_calls", closed.calls, str(closed.calls))
-    verdict = "a bounded terminal, not a dispatch" if not closed.dispatched else "a DISPATCH — a bug to report"
-    bullets.append(f"The out-of-registry proposal ended in `{terminal}` with reason `{reason}` after {calls} model "
-                   f"calls (errors: {', '.join(codes)}): {verdict}.")
-    bullets.append("Every decision here is deterministic: replaying the stored proposal through the controller "
-                   "gives the same record, which is how notebook `07_paper_replay` replays the published executions.")
-    return f.conclusion(bullets, "scripted proposals through the kit's controller", heading=False)
-
-
 def metaroute_conclusion(run: BenchmarkRun, slices: pd.DataFrame, failures: pd.DataFrame, *,
                          match: Mapping[str, bool] | None, published: pd.DataFrame | None = None) -> Conclusion:
     """Notebook 08: the adaptive router against the rule table and the rest, by workload and difficulty.
@@ -1270,5 +1143,5 @@ def live_small_model(scores: pd.DataFrame, fd_pairs: pd.DataFrame, replayed: pd.
 
 __all__ = ["Conclusion", "Facts", "ablations", "adversarial", "dataset", "explorer_agreement", "explorer_summary",
            "failure_story", "forbidden_contrast", "gate_calibration", "live_small_model", "metaroute_ablations",
-           "metaroute_conclusion", "metaroute_robustness", "paper_replay", "pass_k", "quickstart_conclusion",
-           "release_review", "rq1", "rq2", "rq3", "screening", "security"]
+           "metaroute_conclusion", "metaroute_robustness", "paper_replay", "pass_k",
+           "release_review", "rq2", "screening", "security"]

@@ -34,7 +34,7 @@ from ..core.records import NONE, UNRESOLVED, RouteRequest, RuntimeState, Termina
 from ..metaroute import MetaRouteConfig, Mode, Suite, run_benchmark
 from ..metaroute.analysis import summary_frame
 from ..metaroute.run import BenchmarkRun
-from .conclusions import explorer_summary, metaroute_conclusion, quickstart_conclusion  # rendered there
+from .conclusions import explorer_summary, metaroute_conclusion  # rendered there
 
 #: Colour-blind-safe palette of every figure drawn here.
 PALETTE = "colorblind"
@@ -370,4 +370,4 @@ class MetaRouteExplorer:
 
 
 __all__ = ["EXECUTOR_SLIDERS", "PALETTE", "Figure1Explorer", "MetaRouteExplorer", "decision_paths_figure",
-           "metaroute_conclusion", "parse_topk", "policy_outcomes_figure", "quickstart_conclusion"]
+           "metaroute_conclusion", "parse_topk", "policy_outcomes_figure"]
