@@ -43,6 +43,7 @@ import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +51,8 @@ from ..core.controller import Controller
 from ..core.errors import DataError, ErrorCode
 from ..core.records import NONE, UNRESOLVED, Boundary, Catalog, Entity, RouteRequest, RuntimeState
 from ..core.rules import PolicyEngine
-from ..core.state import StateType
 from ..core.session import EXTERNAL_KINDS, Event, Session, event_of_decision
+from ..core.state import StateType
 from ..core.temporal import TemporalPredicate, parse_temporal
 
 OBJECT = "OBJ_1"  # the resolved object of a witness (an entity of the action's first object type)
@@ -91,7 +92,8 @@ def parse_assertions(data: Any, catalog: Catalog, *, file: str | None = None) ->
                             field=f"{where}.never", got=never)
         dispatch = never["dispatch"]
         dispatch = (dispatch,) if isinstance(dispatch, str) else tuple(dispatch) if isinstance(dispatch, list) else ()
-        if not dispatch or any(a != "*" and a not in catalog for a in dispatch) or ("*" in dispatch and len(dispatch) > 1):
+        wrong = any(a != "*" and a not in catalog for a in dispatch) or ("*" in dispatch and len(dispatch) > 1)
+        if not dispatch or wrong:
             raise DataError(ErrorCode.UNKNOWN_ACTION, "a catalog action, a list of them, or '*'", file=file,
                             field=f"{where}.never.dispatch", got=never["dispatch"])
         predicates = []
@@ -111,6 +113,7 @@ def load_assertions(path: str | Path, catalog: Catalog) -> tuple[SessionAssertio
 # --------------------------------------------------------------------------------------------- the solver
 
 
+@lru_cache(maxsize=1 << 16)
 def _times_feasible(n: int, cons: frozenset[tuple[int, int, int]]) -> list[int] | None:
     """Integer times ``p_0..p_{n-1}`` with ``p_i - p_j <= c`` for each ``(i, j, c)``, all ``>= 0``; ``None`` if
     infeasible (Bellman–Ford from a virtual source; integral since every bound is)."""
@@ -128,17 +131,52 @@ def _times_feasible(n: int, cons: frozenset[tuple[int, int, int]]) -> list[int] 
     return None
 
 
+def _satisfies(x: Sequence[int], cons) -> bool:
+    return all((sum(x[i] for i in s) >= c) if kind == "ge" else (sum(x[i] for i in s) <= c) for s, kind, c in cons)
+
+
+@lru_cache(maxsize=1 << 16)
 def _amounts_feasible(n: int, cons: frozenset[tuple[frozenset[int], str, int]]) -> list[int] | None:
     """Integers ``x_0..x_{n-1} >= 0`` with ``Σ_S x >= c`` (``ge``) or ``<= c`` (``le``) for each constraint, or
-    ``None``.  Exact: bounds propagation, then branching, on the box ``[0, max |c| + 1]``."""
+    ``None``.  An integer program on the box ``[0, max |c| + 1]`` (a larger value satisfies no more and no fewer
+    constraints), solved by HiGHS (``scipy.optimize.milp``); a solution it returns is checked exactly in integers,
+    and when the check fails (or the solver is unsure) the exact branch-and-propagate search decides."""
+    if not cons:
+        return [0] * n
+    import numpy as np
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    top = max([abs(c) for _, _, c in cons] + [0]) + 1
+    rows = list(cons)
+    matrix = np.zeros((len(rows), n))
+    lower = np.full(len(rows), -np.inf)
+    upper = np.full(len(rows), np.inf)
+    for r, (s, kind, c) in enumerate(rows):
+        matrix[r, list(s)] = 1
+        if kind == "ge":
+            lower[r] = c
+        else:
+            upper[r] = c
+    result = milp(np.zeros(n), constraints=LinearConstraint(matrix, lower, upper), integrality=np.ones(n),
+                  bounds=Bounds(0, top))
+    if result.status == 2:  # infeasible
+        return None
+    if result.status == 0:
+        x = [int(round(v)) for v in result.x]
+        if _satisfies(x, cons):
+            return x
+    return _search_amounts(n, cons)
+
+
+def _search_amounts(n: int, cons: frozenset[tuple[frozenset[int], str, int]]) -> list[int] | None:
+    """The exact search: bounds propagation, then branching, on the box ``[0, max |c| + 1]``."""
     top = max([abs(c) for _, _, c in cons] + [0]) + 1
     lo, hi = [0] * n, [top] * n
 
     def solve(lo: list[int], hi: list[int]) -> list[int] | None:
         lo, hi = lo[:], hi[:]
-        changed = True
-        while changed:
-            changed = False
+        changed, rounds = True, 0
+        while changed and rounds < 8:  # (propagation only prunes: a leaf is checked in full below)
+            changed, rounds = False, rounds + 1
             for s, kind, c in cons:
                 slo, shi = sum(lo[i] for i in s), sum(hi[i] for i in s)
                 if kind == "ge":
@@ -159,7 +197,9 @@ def _amounts_feasible(n: int, cons: frozenset[tuple[frozenset[int], str, int]]) 
                 return None
         wide = [i for i in range(n) if lo[i] < hi[i]]
         if not wide:
-            return lo
+            ok = all((sum(lo[i] for i in s) >= c) if kind == "ge" else (sum(lo[i] for i in s) <= c)
+                     for s, kind, c in cons)
+            return lo if ok else None
         i = max(wide, key=lambda k: hi[k] - lo[k])
         mid = (lo[i] + hi[i]) // 2
         return solve(lo, hi[:i] + [mid] + hi[i + 1:]) or solve(lo[:i] + [mid + 1] + lo[i + 1:], hi)
@@ -234,7 +274,7 @@ def _bound_atoms(bounds: tuple[tuple[str, int], ...]) -> list[tuple[str, int]]:
 def _conj(sym: Sym, s: frozenset[int], atoms: list[tuple[str, int]]) -> Iterator[tuple[bool, Sym]]:
     """Every feasible value of the conjunction of ``Σ_s x (ge|le) c`` atoms."""
     cur: Sym | None = sym
-    for i, (kind, c) in enumerate(atoms):
+    for kind, c in atoms:
         neg = ("le", c - 1) if kind == "ge" else ("ge", c + 1)
         if cur is not None:
             alt = cur.add_amount((s, *neg))
