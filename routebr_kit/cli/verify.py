@@ -52,6 +52,11 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--show", type=int_range(0), default=3,
                    help="witnesses to print per action (default 3; --json has all)")
     p.add_argument("--json", type=Path, default=None, help="write the full result as JSON")
+    p.add_argument("--horizon", type=int, default=None, metavar="K",
+                   help="sessions: check the --assert session assertions over every session of up to K requests "
+                        "(or, with --candidate-rules, diff two temporal programs); see data/sessions/")
+    p.add_argument("--candidate-rules", type=Path, default=None,
+                   help="--horizon: a candidate rule program to diff against --rules over the horizon")
 
 
 def _single_assets(args: argparse.Namespace) -> tuple[Assets, Any]:
@@ -103,6 +108,8 @@ def _options(args: argparse.Namespace) -> ControllerOptions:
 
 @command(_args)
 def verify(args: argparse.Namespace) -> int:
+    if args.horizon is not None:
+        return _horizon(args)
     from ..verify import load_properties, verify_release
 
     if args.base or args.candidate:
@@ -165,3 +172,27 @@ def _coverage(args: argparse.Namespace) -> int:
     print("\n".join(lines))
     _write(args.json, doc)
     return status
+
+
+def _horizon(args: argparse.Namespace) -> int:
+    """``verify --horizon K``: session assertions (or a session diff) over every session of up to K requests."""
+    from ..verify.horizon import format_report, load_assertions, session_diff, verify_horizon
+    assets, _ = _single_assets(args)
+    if args.candidate_rules is not None:
+        from ..store.assets import load_rules
+        candidate = load_rules(args.candidate_rules, assets.catalog)
+        diff = session_diff(assets.catalog, assets.policy, candidate, args.horizon)
+        print(f"session diff over K={diff.horizon}: {diff.sessions} abstract sessions in {diff.seconds:.2f}s")
+        for direction in ("narrowing", "widening"):
+            for action, w in getattr(diff, direction).items():
+                print(f"  {direction} {action} ({'confirmed' if w.confirmed else 'NOT confirmed'}): {w.detail}")
+        _write(args.json, diff.as_dict())
+        return PASS if not diff.widening else FAIL
+    if args.assertions is None:
+        raise DataError(ErrorCode.INVALID_VALUE, "--assert FILE (session assertions) with --horizon",
+                        field="--assert")
+    report = verify_horizon(assets.catalog, assets.policy, load_assertions(args.assertions, assets.catalog),
+                            args.horizon)
+    print(format_report(report))
+    _write(args.json, report.as_dict())
+    return PASS if report.ok else FAIL

@@ -64,6 +64,8 @@ from .records import (
     Terminal,
 )
 from .rules import PolicyEngine
+from .session import SessionValues
+from .session_decision import session_of, with_session
 
 #: The contract flags sent with every proposal payload (the published shape).
 CONTRACT_FLAGS = {
@@ -288,12 +290,23 @@ class Controller(OneCallRouter):
 
     # ------------------------------------------------------------------------------------------ Algorithm 1
     async def run(self, request: RouteRequest, replies: Replies) -> Decision:
-        """Algorithm 1, top to bottom, for one request (the replies from a backend or from stored outputs)."""
+        """Algorithm 1, top to bottom, for one request (the replies from a backend or from stored outputs).
+
+        A request with a session (or any request, on a program with a temporal rule) has its session checked with
+        its state, and the rules read it (:mod:`routebr_kit.core.session`); the decision is then a
+        :class:`~routebr_kit.core.session_decision.SessionDecision`.  Without a session, nothing changes."""
+        if request.session is None and not self.policy.temporal:
+            return await self._run(request, replies, None, ())
+        session, session_errors = session_of(request, self.catalog.ids)
+        decision = await self._run(request, replies, session, session_errors)
+        return decision if request.session is None else with_session(decision, session)
+
+    async def _run(self, request: RouteRequest, replies: Replies, session: Any, session_errors: tuple) -> Decision:
         options, context, request_id = self.options, self._context, request.request_id
 
-        # 1. The runtime state against its schema, before any model call (skipped under A-state, like the gate).
+        # 1. The runtime state (and session) against its schema, before any model call (skipped under A-state).
         if options.enforce_state:
-            violations = self.policy.state_schema.check(request.state.values)
+            violations = self.policy.state_schema.check(request.state.values) + session_errors
             if violations:
                 return Decision(request_id, options.fallback, NONE, NONE, ReasonCode.FAIL_CLOSED_INVALID_STATE,
                                 context, state_errors=violations)
@@ -310,7 +323,8 @@ class Controller(OneCallRouter):
         object_id = proposal.object_id
 
         # 4. The state gate: the first rule that applies to the action and holds on the runtime state.
-        rule = self.policy.evaluate(action.action_id, request.state.values)
+        values = request.state.values if session is None else SessionValues(request.state.values, session)
+        rule = self.policy.evaluate(action.action_id, values)
         blocked = rule.decision is not Boundary.ALLOW
         if blocked and options.enforce_state:  # a blocking rule ends the request; the object is not evaluated
             terminal, reason = Terminal.from_boundary(rule.decision), ReasonCode.BOUNDARY_TERMINAL

@@ -225,13 +225,20 @@ class RouteRequest:
     candidates: tuple[Entity, ...]
     #: The candidates by ``object_id`` (read-only; IDs interned, like a ledger's, so lookups match by identity).
     candidate_index: Mapping[str, Entity] = field(init=False, repr=False, compare=False)
+    #: Optional session (issue 32): the request's time, its attributes and the earlier events — a
+    #: :class:`~routebr_kit.core.session.Session` or its JSON form, checked by the controller before anything else.
+    #: ``None``: decided exactly as without sessions.
+    session: Any = None
 
     def __post_init__(self) -> None:
         index = {_interned(e.object_id): e for e in self.candidates}
         object.__setattr__(self, "candidate_index", MappingProxyType(index))
 
     def with_state(self, state: RuntimeState) -> RouteRequest:
-        return RouteRequest(self.request_id, self.utterance, self.history, state, self.candidates)
+        return RouteRequest(self.request_id, self.utterance, self.history, state, self.candidates, self.session)
+
+    def with_session(self, session: Any) -> RouteRequest:
+        return RouteRequest(self.request_id, self.utterance, self.history, self.state, self.candidates, session)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,9 @@ Condition language (a JSON object, the published ``condition_json`` column).  Ea
 
 Equality is type-strict (``true`` never equals ``1``; ``1`` equals ``1.0``).  A missing field never satisfies a
 predicate, except ``{"exists": false}``; a cross-field predicate whose other field is missing does not hold either.
+
+Keys starting with ``@`` are temporal predicates over the request's session (``@within``, ``@count``, ``@sum``,
+``@before``; :mod:`routebr_kit.core.temporal`), ANDed with the state predicates.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from .errors import DataError, ErrorCode
 from .hashing import sha256_json
 from .records import Boundary
 from .state import SCALAR_TYPES, StateField, StateSchema, StateType, describe_types, state_type_of
+from .temporal import TemporalPredicate, parse_temporal
 
 WILDCARD = "*"
 _MISSING = object()
@@ -148,6 +152,7 @@ class Condition:
 
     predicates: tuple[Predicate, ...]
     source: Mapping[str, Any]
+    temporal: tuple[TemporalPredicate, ...] = ()  # over the request's session (keys starting with "@")
 
     @classmethod
     def parse(cls, source: Any) -> Condition:
@@ -156,24 +161,29 @@ class Condition:
             raise DataError(ErrorCode.INVALID_CONDITION, "a JSON object of state predicates", got=source,
                             field="condition_json")
         predicates: list[Predicate] = []
+        temporal: list[TemporalPredicate] = []
         for key, spec in source.items():
             if not isinstance(key, str) or not key:
                 raise DataError(ErrorCode.INVALID_CONDITION, "non-empty state field names", got=key,
                                 field="condition_json")
+            if key.startswith("@"):
+                temporal.extend(parse_temporal(key[1:], spec))
+                continue
             predicates.extend(_parse_spec(key, spec))
-        return cls(tuple(predicates), dict(source))
+        return cls(tuple(predicates), dict(source), tuple(temporal))
 
     @property
     def unconditional(self) -> bool:
-        return not self.predicates
+        return not self.predicates and not self.temporal
 
     def holds(self, values: Mapping[str, Any]) -> bool:
-        return all(p.holds(values) for p in self.predicates)
+        return all(p.holds(values) for p in self.predicates) and all(t.holds(values) for t in self.temporal)
 
     def compiled(self) -> tuple[tuple[tuple[str, Any], ...], tuple[Callable[[Mapping[str, Any]], bool], ...]]:
         """``(identity pairs, other tests)``: the same AND, split so the common case needs no function call."""
         pairs = [pair for pair in map(_identity_pair, self.predicates) if pair is not None]
         tests = [p.holds for p in self.predicates if _identity_pair(p) is None]
+        tests += [t.holds for t in self.temporal]
         return tuple(pairs), tuple(tests)
 
     def fields(self) -> set[str]:
@@ -182,7 +192,8 @@ class Condition:
         return names
 
     def describe(self) -> str:
-        return " AND ".join(p.describe() for p in self.predicates) or "(always)"
+        parts = [p.describe() for p in self.predicates] + [t.describe() for t in self.temporal]
+        return " AND ".join(parts) or "(always)"
 
 
 def _parse_spec(key: str, spec: Any) -> list[Predicate]:
@@ -334,6 +345,11 @@ class PolicyEngine:
             if unknown or (r.wildcard and len(r.applies_to) > 1):
                 raise DataError(ErrorCode.UNKNOWN_ACTION, "'*' alone or catalog action IDs",
                                 got=unknown or list(r.applies_to), field="applies_to", detail=f"rule {r.rule_id}")
+            for t in r.condition.temporal:  # a temporal filter names catalog actions only
+                wrong = [a for name, values in t.filter if name == "action_id" for a in values if a not in catalog_ids]
+                if wrong:
+                    raise DataError(ErrorCode.UNKNOWN_ACTION, "catalog action IDs in a temporal filter", got=wrong[0],
+                                    field="condition_json", detail=f"rule {r.rule_id}")
         if not any(r.is_default for r in rules):
             raise DataError(ErrorCode.NO_DEFAULT_RULE, "an explicit unconditional default rule for '*'",
                             field="condition_json")
@@ -379,6 +395,11 @@ class PolicyEngine:
         """Rules that can never win because an unconditional rule precedes them for every action they cover."""
         reachable = {entry[-1].rule_id for chain in self._by_action.values() for entry in chain}
         return tuple(r for r in self.rules if r.rule_id not in reachable)
+
+    @property
+    def temporal(self) -> bool:
+        """Whether some rule has a temporal predicate (then every request needs a session)."""
+        return any(r.condition.temporal for r in self.rules)
 
     def state_fields(self) -> set[str]:
         """Every state field some rule reads."""

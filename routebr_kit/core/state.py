@@ -83,6 +83,9 @@ class StateErrorCode(str, enum.Enum):
     WRONG_TYPE = "WRONG_TYPE"
     VALUE_NOT_ALLOWED = "VALUE_NOT_ALLOWED"
     UNKNOWN_FIELD = "UNKNOWN_FIELD"
+    # a request's session (routebr_kit.core.session): a history over its length cap, times out of order
+    TOO_LONG = "TOO_LONG"
+    OUT_OF_ORDER = "OUT_OF_ORDER"
 
 
 @dataclass(frozen=True, slots=True)
