@@ -31,7 +31,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTRAS = ("dev", "scale")
+EXTRAS = ("dev", "scale", "learned")
 OPTIONAL_EXTRAS = ("local",)  # pinned in the lock, installed only on request (make local-model)
 ONLY = "  # only "
 ALWAYS = ("pip",)  # the installer is pinned too (make upgrades the venv's bundled pip to this version)
@@ -130,7 +130,7 @@ def render(pyproject: Path, optional_extras: tuple[str, ...] = OPTIONAL_EXTRAS) 
         f"# resolved for CPython {platform.python_version()} on {sys.platform} {platform.machine()}"
         " (environment markers are evaluated there).",
         "# Every make target installs with: pip install -c requirements/lock.txt --build-constraint"
-        " requirements/lock.txt -e '.[dev,scale]'",
+        " requirements/lock.txt -e '.[dev,scale,learned]'",
     ]
     body = [f"{pins[n].name}=={pins[n].version}" + (f"{ONLY}[{','.join(only[n])}]" if n in only else "")
             for n in sorted(pins)]
