@@ -44,10 +44,10 @@ CONFIRM = "routebr_confirm_320.csv"
 
 
 def readme_ci_gate() -> str:
-    """The ``--gate`` of the README's copy-paste CI step (the ``diff`` of the shadow against the artifact)."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    """The ``--gate`` of the documented copy-paste CI step (the ``diff`` of the shadow against the artifact)."""
+    text = (REPO / "docs" / "release-review.md").read_text(encoding="utf-8")
     found = re.search(r"routebr-kit diff \S+ review/shadow \\\n\s+--gate \"([^\"]+)\"", text)
-    assert found, "the README's CI step has no diff --gate line"
+    assert found, "the CI step in docs/release-review.md has no diff --gate line"
     return found.group(1)
 
 

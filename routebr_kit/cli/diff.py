@@ -33,7 +33,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=Path, default=None, help="write the full report as JSON")
     p.add_argument("--md", type=Path, default=None, help="write a Markdown report")
     p.add_argument("--show", type=int_range(0), default=20, help="changed rows to print (default 20)")
-    p.add_argument("--calibration-sims", type=int_range(1), default=2000, metavar="N",
+    p.add_argument("--calibration-sims", type=int_range(0), default=2000, metavar="N",
                    help="with --gate: estimate each criterion's A/A false-alarm rate on the base ledgers from N "
                         "simulated re-runs (stratum re-run model, seed 0; see gate-check); 0: do not")
 

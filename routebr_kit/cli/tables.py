@@ -46,6 +46,6 @@ def tables(args: argparse.Namespace) -> int:
     for check in card.mismatches:
         print(f"MISMATCH {check.table} / {check.row} / {check.column}: "
               f"published {check.published!r}, reproduced {check.reproduced!r}")
-    print(card.line)
     print(f"tables written to {(out.root / 'tables').resolve()}/: one .csv and one .md per table")
+    print(card.line)
     return 0 if card.ok and not differ and report.ok and audit.ok else 1

@@ -10,7 +10,6 @@ hashes, seeds, per-language accuracy on a held-out generated benchmark, training
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from ..core.errors import DataError, ErrorCode
@@ -38,10 +37,14 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 def kit_generated(path: Path) -> str:
     """The language of a kit-generated case file (a located error for any other file)."""
+    from ..store.files import MAX_CSV_BYTES, read_bytes, read_json
+
+    content = read_bytes(path, "a kit-generated cases CSV", max_bytes=MAX_CSV_BYTES)  # a regular file, capped
     manifest = path.parent / "manifest.json"
-    data = json.loads(manifest.read_text(encoding="utf-8")) if manifest.is_file() else {}
-    if data.get("generator") != "routebr_kit.dataset" or data.get("files", {}).get(path.name) != \
-            sha256_bytes(path.read_bytes()):
+    data = read_json(manifest, "the generator's manifest.json") if manifest.is_file() else {}
+    files = data.get("files")
+    if data.get("generator") != "routebr_kit.dataset" or not isinstance(files, dict) or \
+            files.get(path.name) != sha256_bytes(content) or not isinstance(data.get("language"), str):
         raise DataError(ErrorCode.INVALID_VALUE, "a case file written by routebr-kit generate (listed with its SHA-256 "
                         "in the manifest.json beside it); the learned proposer never trains on published cases",
                         file=str(path), field="--cases")
