@@ -12,6 +12,7 @@ from test_layout import import_graph
 
 from routebr_kit.cli.main import main
 from routebr_kit.core.errors import DataError, ErrorCode
+from routebr_kit.evaluation.floor import trivial_floor
 from routebr_kit.evaluation.metrics import score
 from routebr_kit.report import build_report, load_source, render, script_json, task_traces, unpack, write_report
 from routebr_kit.report.sources import Producer, SourceKind
@@ -19,6 +20,7 @@ from routebr_kit.report.stages import STAGES
 from routebr_kit.report.traces import TraceSource
 from routebr_kit.review.diff import diff_ledgers
 from routebr_kit.review.ledgers import RowDetail, load_ledgers
+from routebr_kit.store.assets import assets_beside
 
 FLASH_MAIN = "select/deepseek_v4_flash_efficiency/main"
 
@@ -112,6 +114,24 @@ def test_scorecards_are_the_evaluation_scores(published):
     assert (card["flip_pairs"]["hits"], card["flip_pairs"]["n"]) == (37, 40)  # the published Table V values
     flash = next(c for c in data.scorecard if c["task"] == FLASH_MAIN)
     assert flash["exact"]["hits"] == 97 and flash["calls"] == 101 and flash["fail_closed"]["hits"] == 1
+
+
+def test_every_scorecard_shows_the_floor_of_the_same_cases(published, sim_run):
+    source, data = published
+    task = source.tasks["confirm/routebr/flip"]
+    card = next(c for c in data.scorecard if c["task"] == task.key)
+    floor = trivial_floor([task.cases[c] for c in dict.fromkeys(r.case_id for r in task.rows)],
+                          assets_beside(task.cases_path).controller())
+    assert card["floor"]["action_id"] == floor.action_id
+    assert (card["floor"]["exact"]["hits"], card["floor"]["exact"]["n"]) == (floor.exact.hits, floor.exact.n)
+    assert floor.exact.n == 80
+    assert card["floor"]["false_dispatch"]["n"] == floor.scores.false_dispatch.n
+    assert 0 < floor.exact.hits < card["exact"]["hits"]  # far above zero, below the release
+    run = load_source(sim_run[0], cases=sim_run[1])
+    sim = build_report(run, written_utc="2026-01-01T00:00:00+00:00")
+    assert sim.scorecard and all(c["floor"] is not None for c in sim.scorecard)
+    page = render(sim)
+    assert "floor: best constant proposer" in page and f"always {sim.scorecard[0]['floor']['action_id']}:" in page
 
 
 # --------------------------------------------------------------------------------------------- traces

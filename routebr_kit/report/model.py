@@ -19,9 +19,11 @@ import math
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..evaluation.floor import Floor, trivial_floor
 from ..evaluation.metrics import Count, calls_of, flip_pairs, score
 from ..review.diff import ChangedRow, DiffReport, diff_ledgers, split_table
 from ..review.gate import Gate, choose_gate
@@ -31,7 +33,7 @@ from ..store.files import parse_json
 from ..store.ledger import PredictionRow
 from .sources import Producer, ReportSource, SourceKind
 from .stages import CHANGE_STAGE_KEYS, SOURCE_TEXT, STAGES, case_stages, row_reason, row_rule, row_stages
-from .traces import AssetsCache, RowTrace, task_traces
+from .traces import AssetsCache, RowTrace, _assets_for, task_traces
 from .urls import anchor_id
 
 #: Rows per compressed detail chunk (one chunk is inflated when one of its cases opens).
@@ -112,8 +114,33 @@ def _count(c: Count | None, *, interval: bool = False) -> dict[str, Any] | None:
 # --------------------------------------------------------------------------------------------- scorecard
 
 
-def scorecard(task: LedgerTask) -> list[dict[str, Any]]:
-    """One record per (split, repeat) of a task: the paper's metrics with their denominators."""
+#: Floors already computed, keyed by (assets folder, the scored case ids): the systems and repeats of one benchmark
+#: share their cases, so each floor is computed once per report.
+FloorCache = dict[tuple[str, tuple[str, ...]], Floor]
+
+
+def _floor(task: LedgerTask, rows: Sequence[PredictionRow], assets: AssetsCache,
+           floors: FloorCache) -> dict[str, Any] | None:
+    """The trivial-proposer floor of the cases of ``rows`` (:mod:`routebr_kit.evaluation.floor`): the best constant
+    proposer, named by its action, with its exact match, FD and FB; ``None`` without the release's assets."""
+    found = _assets_for(task, assets)
+    if found is None:
+        return None
+    ids = tuple(sorted(dict.fromkeys(r.case_id for r in rows)))
+    key = (str(Path(task.cases_path).parent.resolve()), ids)  # type: ignore[arg-type]
+    if key not in floors:
+        floors[key] = trivial_floor([task.cases[c] for c in ids], found.controller())
+    f = floors[key]
+    return {"action_id": f.action_id, "exact": _count(f.exact, interval=True),
+            "false_dispatch": _count(f.scores.false_dispatch), "false_block": _count(f.scores.false_block)}
+
+
+def scorecard(task: LedgerTask, assets: AssetsCache | None = None,
+              floors: FloorCache | None = None) -> list[dict[str, Any]]:
+    """One record per (split, repeat) of a task: the paper's metrics with their denominators, and the floor of the
+    same cases (``floor``: ``None`` when the task's cases have no catalog and rules beside them)."""
+    assets = assets if assets is not None else {}
+    floors = floors if floors is not None else {}
     out = []
     groups: dict[tuple[str, str], list[PredictionRow]] = {}
     for r in task.rows:
@@ -135,7 +162,8 @@ def scorecard(task: LedgerTask) -> list[dict[str, Any]]:
                     "false_block": _count(s.false_block), "object": _count(s.object), "flip_pairs": _count(pairs),
                     "valid_json": _count(s.valid_json), "first_pass_valid": _count(s.first_pass_valid),
                     "fail_closed": _count(s.fallback), "calls": s.calls, "tokens": s.tokens,
-                    "latency_ms_median": _finite(s.latency_ms_median)})
+                    "latency_ms_median": _finite(s.latency_ms_median),
+                    "floor": _floor(task, rows, assets, floors)})
     return out
 
 
@@ -296,7 +324,8 @@ def build_report(source: ReportSource, *, base: ReportSource | None = None, gate
         "change_stage_keys": {k: list(v) for k, v in CHANGE_STAGE_KEYS.items()},
         "trace_sources": sources_used, "source_text": SOURCE_TEXT, "diff": base is not None,
     }
-    cards = [card for t in source.tasks.values() for card in scorecard(t)]
+    floors: FloorCache = {}
+    cards = [card for t in source.tasks.values() for card in scorecard(t, cache, floors)]
     replay = source.kind is SourceKind.SHADOW  # a shadow output replays recorded proposals; anything else redrew them
     view = None
     if diff is not None and base is not None:
