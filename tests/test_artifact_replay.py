@@ -73,7 +73,8 @@ def test_cli_replay_reports_a_tampered_row(tmp_path, routebr_artifact, capsys):
     first = rows[0]
     flipped = "T_REJECT" if first.pred_final_path != "T_REJECT" else "T_DEFER"
     rows[0] = rk.store.ledger.PredictionRow(**{**{f: getattr(first, f) for f in first.__dataclass_fields__},
-                                         "pred_final_path": flipped})
+                                         "pred_final_path": flipped, "pred_boundary": flipped[2:]})
+    # (a consistent tamper: a path that disagrees with its own boundary is refused by the reader, not replayed)
     write_predictions(target, rows)
     assert main(["replay", "--artifact", str(copy)]) == 1
     out = capsys.readouterr().out

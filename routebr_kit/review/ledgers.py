@@ -26,7 +26,7 @@ from ..core.records import System, Terminal
 from ..runs.replay import replay_rows
 from ..store import ledger as _ledger
 from ..store.artifact import CONFIRM, SELECT, Artifact, is_artifact_dir
-from ..store.assets import Assets, assets_beside
+from ..store.assets import Assets, assets_beside, load_catalog
 from ..store.cases import Case, Split, load_cases
 from ..store.files import read_json, read_json_lines
 from ..store.ledger import MANIFEST, PREDICTIONS, RAW, LedgerSample, PredictionRow, read_predictions
@@ -264,6 +264,7 @@ def _run_task(key: str, folder: Path, cases_arg: str | Path | None, assets: Asse
               loaded: dict[Path, dict[str, Case]], want_details: bool, max_rows: int | None = None) -> LedgerTask:
     manifest_path = folder / MANIFEST
     manifest = read_json(manifest_path, "a run_manifest.json object", record=True) if manifest_path.exists() else {}
+    _ledger.check_run_manifest(manifest, str(manifest_path))
     if not manifest.get("system"):
         raise DataError(ErrorCode.EMPTY_VALUE, "a run_manifest.json naming the run's system", file=str(manifest_path),
                         field="system")
@@ -283,6 +284,9 @@ def _run_task(key: str, folder: Path, cases_arg: str | Path | None, assets: Asse
     if resolved not in loaded:
         loaded[resolved] = {c.case_id: c for c in load_cases(cases_path)}
     cases = loaded[resolved]
+    catalog = assets.catalog if assets is not None else _catalog_beside(cases_path)
+    if catalog is not None:
+        _ledger.check_catalog(rows, catalog.ids, str(folder / PREDICTIONS))
     for r in rows:
         if r.case_id not in cases:
             raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a case of the gold cases file",
@@ -314,11 +318,18 @@ def controller_overrides(manifest: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _catalog_beside(cases_path: Path) -> Any:
+    """The catalog stored next to a cases file (``None``: there is none to check dispatched actions against)."""
+    path = Path(cases_path).parent / "catalog.csv"
+    return load_catalog(path) if path.is_file() else None
+
+
 def _shadow_details(path: Path) -> dict[RowKey, RowDetail]:
     if not path.exists():
         return {}
     out = {}
-    for _, record in read_json_lines(path, "one JSON object per line", record=True):
+    for line, record in read_json_lines(path, "one JSON object per line", record=True):
+        _ledger.check_detail_record(record, str(path), line, keyed=True)
         if record.get("replayed"):
             out[(str(record["case_id"]), str(record["repeat_id"]))] = RowDetail.of_dict(record)
     return out
@@ -328,7 +339,13 @@ def _receipt_details(task: LedgerTask) -> dict[RowKey, RowDetail]:
     out = {}
     for key, path in task.receipt_index.items():
         receipt = read_json(path, "a receipt JSON object", record=True)
-        decision = (receipt.get("summary") or {}).get("decision")
+        summary = receipt.get("summary") if isinstance(receipt, Mapping) else None
+        if summary is not None and not isinstance(summary, Mapping):
+            raise DataError(ErrorCode.WRONG_TYPE, "a JSON object", file=str(path), field="summary",
+                            got=type(summary).__name__)
+        decision = (summary or {}).get("decision")
+        if decision is not None:
+            _ledger.check_detail_record(decision, str(path), None, keyed=False)
         if isinstance(decision, dict) and "reason" in decision:
             out[key] = RowDetail.of_dict(decision)
     return out
@@ -353,6 +370,7 @@ def _artifact_set(artifact: Artifact, want_details: bool, cache: CasesCache) -> 
     for t in artifact.tasks():
         cases = by_phase[t.phase]
         rows = read_predictions(t.predictions_path)
+        _ledger.check_catalog(rows, artifact.assets.catalog.ids, str(t.predictions_path))
         for r in rows:
             if r.case_id not in cases:
                 raise DataError(ErrorCode.UNKNOWN_REFERENCE, f"a case of the {t.phase} file",

@@ -30,7 +30,7 @@ from typing import Any
 from ..core.controller import Decision
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import open_regular, sha256_bytes
-from ..core.records import Boundary
+from ..core.records import Boundary, Terminal
 from .assets import read_csv
 from .files import parse_json, read_json
 from .redact import csv_cells, encode_json
@@ -234,8 +234,9 @@ _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?")
 def _parse_row(file: str, line: int, values: Any) -> PredictionRow:
     """One ledger row checked against the ledger schema: required columns non-empty, flags ``true``/``false``,
     counts ASCII digits, latency and cost finite and non-negative, ``topk_json`` a strict JSON array of strings,
-    ``pred_boundary`` a boundary name.  (Whether the row is possible — a known action, a terminal consistent with
-    its boundary — is the review layer's check.)"""
+    ``pred_boundary`` a boundary name, ``pred_final_path`` a known terminal consistent with its boundary
+    (:func:`check_path`).  Whether a dispatched action is in the catalog needs the catalog:
+    :func:`check_catalog`."""
     def err(code: ErrorCode, expected: str, name: str, got: Any) -> DataError:
         return DataError(code, expected, file=file, line=line, field=name, got=got)
 
@@ -281,6 +282,7 @@ def _parse_row(file: str, line: int, values: Any) -> PredictionRow:
     boundary = text("pred_boundary")
     if boundary not in _BOUNDARIES:
         raise err(ErrorCode.UNKNOWN_ENUM, "a boundary (" + ", ".join(_BOUNDARIES) + ")", "pred_boundary", boundary)
+    check_path(file, line, boundary, text("pred_final_path"), text("pred_action"))
     latency_ms = number("latency_ms", "a finite, non-negative number of milliseconds") or 0.0
     number("estimated_cost_usd", "empty or a finite, non-negative cost in USD")
     return PredictionRow(
@@ -295,6 +297,101 @@ def _parse_row(file: str, line: int, values: Any) -> PredictionRow:
         first_pass_valid=flag("first_pass_valid", optional=True), repair_count=integer("repair_count", optional=True),
         calls=integer("calls", optional=True), line=line,
     )
+
+
+_TERMINALS = tuple(t.value for t in Terminal if t is not Terminal.DISPATCH)
+
+
+def check_path(file: str, line: int, boundary: str, final_path: str, action: str) -> None:
+    """A row's path is one the controller can write: ``T_<TERMINAL>`` (a known bounded terminal) with that
+    boundary, or a dispatched action with boundary ``ALLOW`` equal to ``pred_action``."""
+    def err(expected: str, name: str, got: Any) -> DataError:
+        code = ErrorCode.UNKNOWN_ENUM if name == "pred_final_path" else ErrorCode.INVALID_VALUE
+        return DataError(code, expected, file=file, line=line, field=name, got=got)
+
+    if final_path.startswith("T_"):
+        terminal = final_path[2:]
+        if terminal not in _TERMINALS:
+            raise err("a terminal (" + ", ".join("T_" + t for t in _TERMINALS) + ")", "pred_final_path", final_path)
+        if boundary != terminal:
+            raise err(f"pred_boundary {terminal} (the boundary of {final_path})", "pred_boundary", boundary)
+    else:
+        if final_path in _TERMINALS or final_path == Terminal.DISPATCH.value or final_path == "NONE":
+            raise DataError(ErrorCode.UNKNOWN_ENUM, "a dispatched action ID or T_<TERMINAL>", file=file, line=line,
+                            field="pred_final_path", got=final_path)
+        if boundary != Boundary.ALLOW.value:
+            raise err(f"pred_boundary ALLOW (the boundary of a dispatch to {final_path})", "pred_boundary", boundary)
+        if action != final_path:
+            raise err(f"pred_action {final_path} (the action pred_final_path dispatches)", "pred_action", action)
+
+
+def check_catalog(rows: Iterable[PredictionRow], actions: Iterable[str], file: str) -> None:
+    """Every dispatched ``pred_final_path`` names an action of the catalog."""
+    known = frozenset(actions)
+    for r in rows:
+        if not r.pred_final_path.startswith("T_") and r.pred_final_path not in known:
+            raise DataError(ErrorCode.UNKNOWN_ACTION, "an action of the catalog (" + ", ".join(sorted(known)) + ")",
+                            file=file, line=r.line, field="pred_final_path", got=r.pred_final_path)
+
+
+def _typed(file: str, line: int | None, name: str, value: Any, types: tuple[type, ...], expected: str) -> None:
+    if value is not None and (not isinstance(value, types) or isinstance(value, bool) and bool not in types):
+        raise DataError(ErrorCode.WRONG_TYPE, expected, file=file, line=line, field=name,
+                        got=f"{type(value).__name__} {str(value)[:60]!r}")
+
+
+def check_run_manifest(manifest: Any, file: str) -> dict[str, Any]:
+    """The fields of a ``run_manifest.json`` the review and report read, typed (absent fields are allowed: a
+    published manifest records fewer): ``system``/``split``/``backend`` strings, ``repeat_id`` a string or integer,
+    ``options`` an object (flags booleans, ``fallback`` a bounded terminal), ``hashes``/``shadow`` objects,
+    ``case_ids`` a list."""
+    if not isinstance(manifest, dict):
+        raise DataError(ErrorCode.WRONG_TYPE, "a run_manifest.json object", file=file, got=type(manifest).__name__)
+    for name in ("system", "split", "backend", "kit_version"):
+        _typed(file, None, name, manifest.get(name), (str,), "a string")
+    _typed(file, None, "repeat_id", manifest.get("repeat_id"), (str, int), "a string or integer")
+    for name in ("options", "hashes", "shadow"):
+        _typed(file, None, name, manifest.get(name), (dict,), "a JSON object")
+    _typed(file, None, "case_ids", manifest.get("case_ids"), (list,), "a JSON array of case IDs")
+    options = manifest.get("options") or {}
+    for name in ("enforce_state", "enable_grounding", "repair"):
+        _typed(file, None, f"options.{name}", options.get(name), (bool,), "true or false")
+    fallback = options.get("fallback")
+    if fallback is not None and fallback not in _TERMINALS:
+        raise DataError(ErrorCode.UNKNOWN_ENUM, "a fallback terminal (" + ", ".join(_TERMINALS) + ")", file=file,
+                        field="options.fallback", got=fallback)
+    shadow = manifest.get("shadow") or {}
+    _typed(file, None, "shadow.cases_path", shadow.get("cases_path"), (str,), "a path string")
+    _typed(file, None, "shadow.needs_live_rerun", shadow.get("needs_live_rerun"), (list,), "a JSON array")
+    return manifest
+
+
+def check_detail_record(record: Any, file: str, line: int | None, *, keyed: bool) -> dict[str, Any]:
+    """A decision record (a ``shadow_rows.jsonl`` line when ``keyed``, or a receipt's ``summary.decision``): an
+    object; ``case_id``/``repeat_id`` present when ``keyed``; ``reason`` a string; ``rule`` null or an object of
+    strings; ``state_errors`` a list; ``repair_attempted`` a boolean."""
+    if not isinstance(record, dict):
+        raise DataError(ErrorCode.WRONG_TYPE, "a JSON object", file=file, line=line, got=type(record).__name__)
+    if keyed:
+        for name in ("case_id", "repeat_id"):
+            value = record.get(name)
+            if value is None or value == "":
+                raise DataError(ErrorCode.EMPTY_VALUE, "a non-empty value", file=file, line=line, field=name)
+            _typed(file, line, name, value, (str, int), "a string")
+        _typed(file, line, "replayed", record.get("replayed"), (bool,), "true or false")
+        _typed(file, line, "flags", record.get("flags"), (list,), "a JSON array")
+    _typed(file, line, "reason", record.get("reason"), (str,), "a reason code string")
+    rule = record.get("rule")
+    _typed(file, line, "rule", rule, (dict,), "null or a JSON object")
+    for name in ("rule_id", "version", "decision"):
+        _typed(file, line, f"rule.{name}", (rule or {}).get(name), (str,), "a string")
+    _typed(file, line, "object_resolution", record.get("object_resolution"), (str,), "a string")
+    _typed(file, line, "repair_attempted", record.get("repair_attempted"), (bool,), "true or false")
+    errors = record.get("state_errors")
+    _typed(file, line, "state_errors", errors, (list,), "a JSON array")
+    for e in errors or ():
+        _typed(file, line, "state_errors[]", e, (dict, str), "an object or string")
+    return record
 
 
 def write_predictions(path: str | Path, rows: Iterable[PredictionRow]) -> None:
