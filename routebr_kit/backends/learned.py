@@ -272,12 +272,10 @@ def load(model_dir: str | Path) -> LearnedModel:
         if not path.is_file():
             raise DataError(ErrorCode.FILE_NOT_FOUND, "a model directory written by routebr-kit train-proposer",
                             file=str(path))
-    card = json.loads(card_path.read_text(encoding="utf-8"))
-    blob = blob_path.read_bytes()
-    if hashlib.sha256(blob).hexdigest() != card.get("model_sha256"):
-        raise DataError(ErrorCode.INVALID_VALUE, "model.pkl matching the model card's model_sha256",
-                        file=str(blob_path), field="model_sha256")
-    model = pickle.loads(blob)  # noqa: S301 - the hash above ties it to the card written with it
+    from ..store.files import read_json, read_pinned_pickle
+
+    card = read_json(card_path, "a model card")
+    model = read_pinned_pickle(blob_path, card.get("model_sha256"), "model.pkl")
     model.card = card
     return model
 

@@ -65,8 +65,9 @@ def _args(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..backends.cache import CacheMode, ResponseCache
     from ..backends.registry import make_backend
+    from ..evaluation.scorecard import score_report
     from ..runs.runner import derive_interventions, parse_system, run_cases
-    from .score import score_report, summary_lines
+    from .score import summary_lines
 
     assets = _assets(args)
     cases = [c for c in load_cases(args.cases)

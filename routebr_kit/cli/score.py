@@ -31,12 +31,11 @@ from typing import TYPE_CHECKING, Any
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file
 from ..store.assets import assets_beside, read_json
-from ..store.cases import Case, Split, load_cases
+from ..store.cases import load_cases
 from ..store.ledger import MANIFEST, PREDICTIONS, PredictionRow, read_predictions, write_json_atomic
 from .common import command, print_table
 
 if TYPE_CHECKING:
-    from ..evaluation.forbidden import DispatchGate
     from ..evaluation.metrics import Count, PairScores, Scores
 
 #: The run directory of one repeat under ``run --repeats N --out OUT``.
@@ -56,6 +55,7 @@ def _args(p: argparse.ArgumentParser) -> None:
 @command(_args)
 def score_command(args: argparse.Namespace) -> int:
     from ..evaluation.metrics import index_cases
+    from ..evaluation.scorecard import score_report
     from ..review.dispatch import check_recorded_hashes, release_beside
 
     if not args.run_dir.is_dir():
@@ -132,6 +132,7 @@ def _score_repeats(args: argparse.Namespace, predictions: Path, rows: Sequence[P
     """Several repeats: each repeat's score, then mean accuracy, pass^k and consistency (τ-bench's pass^k)."""
     from ..evaluation.metrics import index_cases
     from ..evaluation.reliability import reliability
+    from ..evaluation.scorecard import score_report
 
     cases = load_cases(args.cases)
     index = index_cases(cases)
@@ -160,45 +161,6 @@ def _score_repeats(args: argparse.Namespace, predictions: Path, rows: Sequence[P
 
 
 # --------------------------------------------------------------------------------------------- shared with `run`
-
-
-def score_report(rows: Sequence[PredictionRow], cases: Sequence[Case] | Mapping[str, Case], *,
-                 file: str | None = None, release: DispatchGate | None = None,
-                 controller: Any = None) -> dict[str, Any]:
-    """``{"splits": {label: Scores}, "flip": PairScores | None, "incomplete_pairs": int, "floor": Floor | None}``
-    for one ledger (forbidden dispatches counted when ``release`` is given; the trivial-proposer floor of the scored
-    cases, :mod:`routebr_kit.evaluation.floor`, when ``controller`` is)."""
-    from ..evaluation.metrics import flip_pairs, index_cases, score
-
-    index = index_cases(cases)
-    try:
-        by_split: dict[str, list[PredictionRow]] = {}
-        unknown = next((r for r in rows if r.case_id not in index), None)
-        if unknown is not None:
-            raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a case ID of the cases file", line=unknown.line,
-                            field="case_id", got=unknown.case_id)
-        for split in Split:
-            chosen = [r for r in rows if index[r.case_id].split is split]
-            if chosen:
-                by_split[split.value] = chosen
-        splits = {label: score(chosen, index, release) for label, chosen in by_split.items()}
-        if len(splits) > 1:
-            splits["ALL"] = score(rows, index, release)
-        flip_rows = by_split.get(Split.FLIP.value, [])
-        members: dict[str, int] = {}
-        for r in flip_rows:
-            members[index[r.case_id].pair_id] = members.get(index[r.case_id].pair_id, 0) + 1
-        complete = [r for r in flip_rows if members[index[r.case_id].pair_id] == 2]
-        pairs = flip_pairs(complete, index) if complete else None
-    except DataError as exc:
-        raise exc.at(file=file) from None
-    floor = None
-    if controller is not None:
-        from ..evaluation.floor import trivial_floor
-
-        floor = trivial_floor([index[c] for c in dict.fromkeys(r.case_id for r in rows)], controller)
-    return {"splits": splits, "flip": pairs, "floor": floor,
-            "incomplete_pairs": sum(1 for n in members.values() if n != 2)}
 
 
 def _pct(count: Count) -> str:

@@ -90,7 +90,7 @@ def _answers_baselines(backend: Any) -> bool:
 
 def score_table(grids: dict[str, dict[str, dict[str, Any]]], case_set: CaseSet) -> tuple[pd.DataFrame, Any]:
     """One row per (proposer, system): exact with Wilson, FD, FB, FLIP pairs; and the floor of the same cases."""
-    from ..cli.score import score_report
+    from ..evaluation.scorecard import score_report
     from ..store.assets import assets_beside
 
     controller = assets_beside(case_set.path).controller()

@@ -473,3 +473,17 @@ def read_document(path: str | Path, expected: str = "a JSON or YAML file", *, ki
 __all__ = ["MAX_CSV_BYTES", "MAX_DEPTH", "MAX_JSON_BYTES", "MAX_NODES", "MAX_YAML_ALIASES", "MAX_YAML_BYTES",
            "decode_text", "parse_json", "parse_yaml", "read_bytes", "read_document", "read_json", "read_json_lines",
            "read_text", "read_yaml"]
+
+
+def read_pinned_pickle(path: str | Path, sha256: object, expected: str = "a pickled model") -> Any:
+    """Unpickle a regular file only when its bytes hash to ``sha256`` (recorded beside it by the kit when it wrote
+    both).  A pickle runs code when loaded: the hash ties the file to the card written with it, so an edited or
+    swapped file is ``INVALID_VALUE`` and never unpickled.  Files at most :data:`MAX_CSV_BYTES` bytes."""
+    import hashlib
+    import pickle
+
+    blob = read_bytes(path, expected, max_bytes=MAX_CSV_BYTES)
+    if not isinstance(sha256, str) or hashlib.sha256(blob).hexdigest() != sha256:
+        raise DataError(ErrorCode.INVALID_VALUE, f"{expected} matching its recorded SHA-256", file=str(path),
+                        field="model_sha256")
+    return pickle.loads(blob)  # noqa: S301 - the hash above ties it to the card the kit wrote with it
