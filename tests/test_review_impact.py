@@ -174,7 +174,8 @@ def test_shadowing_a_run_made_with_a_state_schema_under_the_unchanged_release_ch
     assert json.loads((tmp_path / "i.json").read_text())["controller"] == []
 
 
-def test_a_candidate_state_schema_is_its_own_edit_class_selected_by_impact_and_named_by_diff(schema_run, tmp_path):
+def test_a_candidate_state_schema_is_its_own_edit_class_selected_by_impact_and_named_by_diff(schema_run, tmp_path,
+                                                                                             capsys):
     import json
 
     from routebr_kit.cli.main import main
@@ -196,8 +197,11 @@ def test_a_candidate_state_schema_is_its_own_edit_class_selected_by_impact_and_n
                  "--out", str(tmp_path / "s")]) == 0
     assert main(["diff", str(root / "run"), str(tmp_path / "s"), "--cases", str(cases_path),
                  "--json", str(tmp_path / "d.json")]) == 2  # the run's schema is not beside its cases: named
+    # the shadow's candidate schema is a file its manifest only hashes: the default gate's exact widening check
+    # cannot load that release, so it fails closed and says why (the paired diff is still written)
     assert main(["diff", str(root / "run"), str(tmp_path / "s"), "--cases", str(cases_path), "--state-schema",
-                 str(schema), "--json", str(tmp_path / "d.json")]) == 0
+                 str(schema), "--json", str(tmp_path / "d.json")]) == 1
+    assert "widening <= 0 (not measured: the releases are not known)" in capsys.readouterr().out
     changed = json.loads((tmp_path / "d.json").read_text())["changed"]
     assert changed and {c["case_id"] for c in changed} <= selected
     assert {c["first_changed_stage"] for c in changed} == {"state_schema"}
