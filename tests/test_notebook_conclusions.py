@@ -533,7 +533,7 @@ def test_robustness_facts_match_the_tables(variant) -> None:
 def test_real_proposers_facts_match_the_tables(variant) -> None:
     """Notebook 13 (issue 33): the %%conclusion facts are the tables' numbers."""
     out = executed("13_real_proposers", variant)
-    facts = _conclusion(out)
+    facts = _conclusion(out)["values"]
     nb = json.loads((out / "executed.ipynb").read_text(encoding="utf-8"))
     shown = ["".join(o["data"]["text/markdown"]) for c in nb["cells"] if c["cell_type"] == "code"
              for o in c.get("outputs", []) if "text/markdown" in o.get("data", {})]
