@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -65,38 +65,59 @@ def read_csv(path: str | Path, required: Sequence[str], *, multiline: Sequence[s
         raise DataError(ErrorCode.EMPTY_FILE, "a header line", file=name, line=1) from None
     except csv.Error as exc:
         raise _csv_error(exc, text, name, 1, ()) from None
-    header = [h.strip() for h in header_cells]
+    header = checked_header(header_cells, required, name)
+    records = CsvRecords(reader, header, name, single_line=[i for i, h in enumerate(header) if h not in multiline])
+    rows = []
+    try:
+        for line, record in records:
+            rows.append((line, MappingProxyType(dict(zip(header, record)))))
+    except csv.Error as exc:
+        raise _csv_error(exc, text, name, records.start, header) from None
+    return CsvTable(name, tuple(header), tuple(rows), sha256_bytes(data))
+
+
+def checked_header(cells: Sequence[str], required: Iterable[str], file: str) -> list[str]:
+    """A CSV header's column names (stripped): unique, and holding every ``required`` column (located errors)."""
+    header = [h.strip() for h in cells]
     seen: dict[str, int] = {}
     for index, column in enumerate(header):
         if column in seen:
-            raise DataError(ErrorCode.DUPLICATE_ID, "unique column names", file=name, line=1, field=column,
+            raise DataError(ErrorCode.DUPLICATE_ID, "unique column names", file=file, line=1, field=column,
                             detail=f"columns {seen[column] + 1} and {index + 1}")
         seen[column] = index
     for column in required:
         if column not in header:
-            raise DataError(ErrorCode.MISSING_COLUMN, f"a column named {column!r}", file=name, line=1,
+            raise DataError(ErrorCode.MISSING_COLUMN, f"a column named {column!r}", file=file, line=1,
                             field=column, got=header)
-    spanning = [i for i, h in enumerate(header) if h not in multiline]
-    rows = []
-    start = reader.line_num + 1
-    try:
-        for record in reader:
-            line, start = start, reader.line_num + 1
+    return header
+
+
+class CsvRecords:
+    """The records after a ``csv.reader``'s header, each as ``(line it starts on, cells)``: blank records skipped,
+    every other one exactly as wide as the header, and the columns ``single_line`` (indexes) on one physical line
+    (an unterminated quote swallows the lines after it).  :attr:`start` is the line the next record starts on, so
+    a ``csv.Error`` raised while iterating is located there by the caller."""
+
+    def __init__(self, reader: Any, header: Sequence[str], file: str, single_line: Sequence[int] = ()) -> None:
+        self.reader, self.header, self.file, self.single_line = reader, header, file, single_line
+        self.start = reader.line_num + 1
+
+    def __iter__(self) -> Iterator[tuple[int, list[str]]]:
+        header, file = self.header, self.file
+        for record in self.reader:
+            line, self.start = self.start, self.reader.line_num + 1
             if not record or all(not cell.strip() for cell in record):
                 continue
             if len(record) != len(header):
-                raise DataError(ErrorCode.ROW_SHAPE, f"{len(header)} fields", file=name, line=line,
+                raise DataError(ErrorCode.ROW_SHAPE, f"{len(header)} fields", file=file, line=line,
                                 got=f"{len(record)} fields")
-            if start - line > 1:  # the record spans several physical lines
-                broken = next((i for i in spanning if "\n" in record[i] or "\r" in record[i]), None)
+            if self.start - line > 1:  # the record spans several physical lines
+                broken = next((i for i in self.single_line if "\n" in record[i] or "\r" in record[i]), None)
                 if broken is not None:
                     raise DataError(ErrorCode.ROW_SHAPE, "a field on one line (an unterminated quote swallows the "
-                                    "lines after it)", file=name, line=line, field=header[broken],
+                                    "lines after it)", file=file, line=line, field=header[broken],
                                     got=record[broken][:60])
-            rows.append((line, MappingProxyType(dict(zip(header, record)))))
-    except csv.Error as exc:
-        raise _csv_error(exc, text, name, start, header) from None
-    return CsvTable(name, tuple(header), tuple(rows), sha256_bytes(data))
+            yield line, record
 
 
 #: The ``csv`` module's field-size limit (kept: a larger field is an error, located by :func:`_csv_error`).

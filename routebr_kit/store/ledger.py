@@ -31,7 +31,7 @@ from ..core.controller import Decision
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import open_regular, sha256_bytes
 from ..core.records import Boundary, Terminal
-from .assets import read_csv
+from .assets import CsvRecords, checked_header, read_csv
 from .files import parse_json, read_json
 from .redact import csv_cells, encode_json
 
@@ -172,24 +172,14 @@ def sample_predictions(path: str | Path, cap: int) -> tuple[tuple[PredictionRow,
         text = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="strict", newline="")
         reader = csv.reader(text, strict=True)
         try:
-            header = [h.strip() for h in next(reader)]
+            header = checked_header(next(reader), LEDGER_REQUIRED, name)
         except StopIteration:
             raise DataError(ErrorCode.EMPTY_FILE, "a header line", file=name, line=1) from None
         except (csv.Error, UnicodeDecodeError) as exc:
             raise DataError(ErrorCode.ROW_SHAPE, "a CSV header line", file=name, line=1, detail=str(exc)) from None
-        for column in LEDGER_REQUIRED:
-            if column not in header:
-                raise DataError(ErrorCode.MISSING_COLUMN, f"a column named {column!r}", file=name, line=1,
-                                field=column, got=header)
-        start = reader.line_num + 1
+        records = CsvRecords(reader, header, name)
         try:
-            for record in reader:
-                line, start = start, reader.line_num + 1
-                if not record or all(not cell.strip() for cell in record):
-                    continue
-                if len(record) != len(header):
-                    raise DataError(ErrorCode.ROW_SHAPE, f"{len(header)} fields", file=name, line=line,
-                                    got=f"{len(record)} fields")
+            for line, record in records:
                 row = _parse_row(name, line, dict(zip(header, record)))
                 paths[row.pred_final_path] = paths.get(row.pred_final_path, 0) + 1
                 valid += bool(row.valid_json)
@@ -197,7 +187,7 @@ def sample_predictions(path: str | Path, cap: int) -> tuple[tuple[PredictionRow,
                     kept.append(row)
                 total += 1
         except (csv.Error, UnicodeDecodeError) as exc:
-            raise DataError(ErrorCode.ROW_SHAPE, "a well-formed CSV record", file=name, line=start,
+            raise DataError(ErrorCode.ROW_SHAPE, "a well-formed CSV record", file=name, line=records.start,
                             detail=str(exc)) from None
     return tuple(kept), LedgerSample(total, len(kept), every, cap, dict(sorted(paths.items())), valid)
 
