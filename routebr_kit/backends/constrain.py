@@ -7,11 +7,12 @@ payload (a repair call: the original payload it carries), valid by construction 
   ``topk`` one of the explicit lists that start with that action and hold up to two *other* catalog actions, each
   once (an ``enum`` of arrays, so no grammar has to honour ``uniqueItems``), and lets ``object_id`` be only the
   case's candidates whose type the action accepts plus ``UNRESOLVED`` — or only ``NONE`` for an object-free action;
-* composite stages (issue 32) — ``{"items": [...]}``: one to three items, each one of the stage's per-action
-  branches without ``topk`` (:func:`composite_answer_schema`);
 * B1 and B2 — the same per-action branches, crossed with the allowed ``(terminal, boundary)`` pairs (any terminal
   with ``ALLOW``; otherwise the terminal equals the boundary, so ``DISPATCH`` only with ``ALLOW``); B2 adds a
-  ``rule_ids`` list of one rule ID of the rule table.
+  ``rule_ids`` list of one rule ID of the rule table;
+* the composite stages (issue 32, contract ``routebr-composite/1``) — ``{"items": [...]}``: one to three items,
+  each one of its single-item stage's per-action branches without ``topk`` (optional in an item), so each item's
+  object is tied to its action (:func:`composite_answer_schema`).
 
 ``additionalProperties`` is false in every branch.  Every instance of such a schema passes
 :func:`~routebr_kit.core.contract.check_proposal` (B1/B2: :func:`~routebr_kit.systems.baselines.check_direct`), and
