@@ -369,3 +369,41 @@ def test_composite_prompts_extend_the_single_item_texts():
         assert stage.value in repair and prompts.output_schemas[stage.value] in repair
     assert COMPOSITE_CONTRACT_VERSION not in prompts.instruction(Stage.ROUTEBR)
     assert "items" not in prompts.instruction(Stage.ROUTEBR)
+
+
+SESSION_RULES = load_rules(ROOT / "data/sessions/rules.csv", CATALOG)
+
+
+@st.composite
+def sessions(draw):
+    now = draw(st.sampled_from([0, 600, 1000, 4000]))
+    events = []
+    for at in sorted(draw(st.lists(st.sampled_from([0, 300, 500, 900, 1000]), max_size=4))):
+        if at > now:
+            continue
+        kind = draw(st.sampled_from(["identity_check", "dispatch", "approval"]))
+        event = {"at": at, "kind": kind}
+        if kind == "dispatch":
+            event.update(action_id=A5, object_id="ETF_1", terminal="DISPATCH",
+                         attributes={"amount": draw(st.sampled_from([0, 50000, 100000]))})
+        events.append(event)
+    session = {"now": now, "events": events, "attributes": {"amount": draw(st.sampled_from([0, 1, 60000]))}}
+    if draw(st.integers(0, 9)) == 0:
+        session["now"] = -1  # breaks its schema
+    return session
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(proposals(), sessions(), st.sampled_from(list(CompositeMode)))
+def test_single_items_with_sessions_decide_identically_through_both_paths(proposal, session, mode):
+    controller = Controller(CATALOG, SESSION_RULES)
+    req = session_request(session)
+    single = controller.decide(req, proposal)
+    composite = CompositeController(controller, mode).decide(req, {"items": [proposal]})
+    assert composite.terminal is single.terminal
+    if single.reason is ReasonCode.FAIL_CLOSED_INVALID_STATE:
+        assert composite.state_decision.as_dict() == single.as_dict()
+    elif single.valid:
+        assert composite.items[0].decision.as_dict() == single.as_dict()
+    else:
+        assert composite.reason is single.reason and _strip(composite.errors) == _strip(single.errors)
