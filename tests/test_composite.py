@@ -407,3 +407,18 @@ def test_single_items_with_sessions_decide_identically_through_both_paths(propos
         assert composite.items[0].decision.as_dict() == single.as_dict()
     else:
         assert composite.reason is single.reason and _strip(composite.errors) == _strip(single.errors)
+
+
+def test_an_openai_compatible_request_carries_the_composite_prompt_and_schema(session_controller):
+    from routebr_kit.backends.openai_compat import OpenAICompatBackend
+    from routebr_kit.backends.profiles import load_profile
+    from routebr_kit.backends.registry import DEFAULT_PROFILES
+    from routebr_kit.core.calls import ModelCall
+
+    profile = load_profile(DEFAULT_PROFILES, "local-smollm2")
+    backend = OpenAICompatBackend(profile, load_prompts("en"), constrain="json-schema")
+    payload = CompositeController(session_controller).payload(session_request({"now": 0}))
+    body = backend.request_body(ModelCall("c", Stage.ROUTEBR_COMPOSITE, payload))
+    assert COMPOSITE_CONTRACT_VERSION in body["messages"][0]["content"]
+    assert body["response_format"]["schema"] == schema_for_call(Stage.ROUTEBR_COMPOSITE, payload)
+    assert "items" in body["response_format"]["schema"]["properties"]
