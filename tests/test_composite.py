@@ -422,3 +422,21 @@ def test_an_openai_compatible_request_carries_the_composite_prompt_and_schema(se
     assert COMPOSITE_CONTRACT_VERSION in body["messages"][0]["content"]
     assert body["response_format"]["schema"] == schema_for_call(Stage.ROUTEBR_COMPOSITE, payload)
     assert "items" in body["response_format"]["schema"]["properties"]
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.sampled_from([A2, A5, "ETF_1", "NONE", "items"]),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+                        st.sampled_from(["items", "action_id", "object_id", "topk", "x"]), inner, max_size=4),
+                    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(JSON, JSON | st.just(None))
+def test_any_json_output_is_decided_or_fails_closed_never_raises(first, repair):
+    c = CompositeController(PLAIN, "independent")
+    req = RouteRequest("f", "u", (), RuntimeState({k: True for k in STATE_KEYS}), ENTITIES)
+    d = c.decide(req, {"items": first} if isinstance(first, list) else first, repair)
+    assert d.failed_closed == (d.items == ())
+    if d.failed_closed:
+        assert d.reason.fail_closed and d.errors and d.dispatched == ()
+    assert d.as_dict()["terminal"] == d.terminal.value
