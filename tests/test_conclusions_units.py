@@ -119,3 +119,14 @@ def test_dataset_template_reports_a_bug_when_a_check_fails(flag) -> None:
     assert "a bug to report" not in held and held != broken
     if flag in ("labels_agree", "boundaries_kept"):
         assert "a bug to report" in broken
+
+
+def test_parse_count_reads_back_a_formatted_count() -> None:
+    """Notebooks 02 and 04 read their Table IV / pair-table cells back with evaluation.tables.parse_count."""
+    from routebr_kit.evaluation.metrics import Count
+    from routebr_kit.evaluation.tables import fmt_count, parse_count
+
+    assert parse_count(fmt_count(Count(5, 76))) == Count(5, 76) == parse_count("5/76")
+    for bad in ("", "5", "5/", "a/76", "97.5"):
+        with pytest.raises(ValueError):
+            parse_count(bad)
