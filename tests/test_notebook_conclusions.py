@@ -240,7 +240,7 @@ def test_screening_facts_match_the_tables(variant) -> None:
     drop = pass_k["pass^1 %"] - pass_k[last]
     expected = {"repeats": repeats, "backends": len(pass_k), "cases": int(pass_k["cases"].max()),
                 "largest_drop_pts": float(drop.max()),
-                "largest_drop_backend": pass_k.loc[drop.idxmax(), "backend"]}
+                "largest_drop_pts_backend": pass_k.loc[drop.idxmax(), "backend"]}
     for key, column in (("pass_1", "pass^1 %"), ("pass_k", last), ("consistency", "consistency %")):
         for end, pick in (("min", "idxmin"), ("max", "idxmax")):
             row = pass_k.loc[getattr(pass_k[column], pick)()]
