@@ -70,6 +70,7 @@ def test_the_notebook_helpers_and_conclusions_are_exported():
     from routebr_kit import notebook
 
     assert {"review_source", "release_files", "first_match_order", "transitions", "suite_runs", "outcome_figure",
-            "figure_anatomy", "forbidden_contrast", "gate_calibration", "pass_k", "security", "release_review",
-            "rq2", "screening", "adversarial", "render_conclusion"} <= set(notebook.__all__)
+            "figure_anatomy", "forbidden_contrast", "gate_calibration", "security", "release_review",
+            "adversarial", "render_conclusion"} <= set(notebook.__all__)
+    assert not {"dataset", "pass_k", "rq2", "screening"} & set(notebook.__all__)  # notebooks 01/02/04: templates
     assert callable(notebook.review_source)  # the function, not its module (renamed review_traffic)
