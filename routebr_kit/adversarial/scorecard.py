@@ -60,9 +60,6 @@ from .surface import attack_surface, rule_for
 CONTROLLER_SYSTEMS = (System.ROUTEBR, System.A_STATE)
 
 
-# --------------------------------------------------------------------------------------------- scorecard
-
-
 @dataclass(frozen=True, slots=True)
 class ScorecardRow:
     system: str
@@ -116,9 +113,6 @@ def scorecard(runs: Iterable[tuple[Suite, Mapping[str, Sequence[PredictionRow]]]
                     a["benign"][1] += 1
     return tuple(ScorecardRow(s, lang, Rate(*a["benign"]), Rate(*a["under_attack"]), Rate(*a["asr"]),
                               Rate(*a["followed"]), Rate(*a["forbidden"])) for (s, lang), a in acc.items())
-
-
-# --------------------------------------------------------------------------------------------- adaptive attacker
 
 
 class Placement(str, enum.Enum):

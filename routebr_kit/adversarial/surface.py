@@ -229,7 +229,6 @@ class SurfaceAnalyzer:
             for s in (System.B1_DIRECT, System.B2_DIRECT_GUARD)}
         self._cited = assets.policy.rules[0].rule_id  # any known rule satisfies B2's contract
 
-    # ------------------------------------------------------------------------------------------ probes
     @staticmethod
     def object_classes(case: Case) -> tuple[tuple[str, ...], ...]:
         """Interchangeable object IDs: the candidates of each object type (in order), ``UNRESOLVED``, ``NONE``.
@@ -292,7 +291,6 @@ class SurfaceAnalyzer:
                 dispatched.setdefault((d.action_id, object_id), d)
         return decisions
 
-    # ------------------------------------------------------------------------------------------ analysis
     def case(self, case: Case) -> CaseSurface:
         """Every reachable final path of every system on one case, with witnesses and classified dispatches."""
         rules: dict[tuple[str, str], Rule | None] = {}

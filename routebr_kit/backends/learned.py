@@ -62,9 +62,6 @@ def require_sklearn() -> None:
                         field="profile", got=NAME)
 
 
-# --------------------------------------------------------------------------------------------- examples
-
-
 @dataclass(frozen=True, slots=True)
 class Example:
     """One training example: what a payload shows (request, history, state) and the gold labels."""
@@ -98,9 +95,6 @@ def data_hash(examples: Sequence[Example]) -> str:
         digest.update(json.dumps([e.text, sorted(e.state.items()), e.action, e.pair, e.rule, e.language],
                                  ensure_ascii=False, default=str).encode("utf-8"))
     return digest.hexdigest()
-
-
-# --------------------------------------------------------------------------------------------- the model
 
 
 @dataclass
@@ -288,9 +282,6 @@ def default_model() -> LearnedModel:
     if "model" not in _DEFAULT:
         _DEFAULT["model"] = train()
     return _DEFAULT["model"]
-
-
-# --------------------------------------------------------------------------------------------- the backend
 
 
 class LearnedBackend:

@@ -302,7 +302,6 @@ def estimate_tokens(text: str) -> float:
     return TOKENS_PER_CJK * cjk + TOKENS_PER_CHAR * (len(text) - cjk)
 
 
-
 class _Draft(NamedTuple):
     """The output a simulated call intends, the events that shaped it, and how its first pass is spoiled."""
 
@@ -549,7 +548,6 @@ class SimulatedBackend:
 
 class _Unsupported(Exception):
     """A call the simulator cannot answer (becomes a failure reply, never a crash)."""
-
 
 
 def _catalog_types(payload: Mapping[str, Any]) -> Mapping[str, tuple[str, ...]]:

@@ -152,9 +152,6 @@ def _table(lines: list[tuple[int, str]], file: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=header)
 
 
-# --------------------------------------------------------------------------------------------- integrity audit
-
-
 @dataclass(frozen=True)
 class ResultsAudit:
     """Integrity of the artifact's result folders and recorded hashes."""
@@ -217,9 +214,6 @@ def audit_results(artifact: Artifact) -> ResultsAudit:
         ("Audited CONFIRM rows", str(int(audited.loc[phase == CONFIRM, "rows"].sum()))),
     ], columns=["Item", "Value"])
     return ResultsAudit(tasks, hash_frame, integrity)
-
-
-# --------------------------------------------------------------------------------------------- scorecard
 
 
 @dataclass(frozen=True, slots=True)
