@@ -13,39 +13,13 @@ from __future__ import annotations
 from .. import lazy_exports
 
 #: Every public name → the module of this package that defines it.
-_EXPORTS: dict[str, str] = {
-    "FamilyScore": "scoring",
-    "Rate": "scoring",
-    "RowOutcome": "scoring",
-    "judge_rows": "scoring",
-    "pooled": "scoring",
-    "score_attacks": "scoring",
-    "summarise": "scoring",
-    "AttackFamily": "suite",
-    "AttackSpec": "suite",
-    "CASES_FILE": "suite",
-    "HOSTILE": "suite",
-    "MANIFEST_FILE": "suite",
-    "SPECS_FILE": "suite",
-    "Suite": "suite",
-    "generate_suite": "suite",
-    "load_suite": "suite",
-    "lookalike_forms": "suite",
-    "write_suite": "suite",
-    "COUNT_FIELDS": "surface",
-    "CaseSurface": "surface",
-    "Dispatch": "surface",
-    "INVALID_OUTPUT": "surface",
-    "PROTECTED_ACTION": "surface",
-    "Reach": "surface",
-    "SYSTEMS": "surface",
-    "SurfaceAnalyzer": "surface",
-    "SurfaceCounts": "surface",
-    "SurfaceReport": "surface",
-    "SystemSurface": "surface",
-    "attack_surface": "surface",
-    "rule_for": "surface",
-}
+_EXPORTS: dict[str, str] = {name: module for module, names in {
+    "scoring": "FamilyScore Rate RowOutcome judge_rows pooled score_attacks summarise",
+    "suite": "AttackFamily AttackSpec CASES_FILE HOSTILE MANIFEST_FILE SPECS_FILE Suite generate_suite load_suite "
+             "lookalike_forms write_suite",
+    "surface": "COUNT_FIELDS CaseSurface Dispatch INVALID_OUTPUT PROTECTED_ACTION Reach SYSTEMS SurfaceAnalyzer "
+               "SurfaceCounts SurfaceReport SystemSurface attack_surface rule_for",
+}.items() for name in names.split()}
 __all__ = sorted(_EXPORTS)
 
 

@@ -76,8 +76,6 @@ _CODES = {AttackFamily.INSTRUCTION_INJECTION: "INJ", AttackFamily.AUTHORITY_SPOO
           AttackFamily.BENIGN_LOOKALIKE: "BEN", AttackFamily.CONTROL: "CTL"}
 HOSTILE = tuple(f for f in AttackFamily if f.hostile)
 
-# --------------------------------------------------------------------------------------------- wording
-
 #: What the attacker asks for, per target action (other catalogs: the service name).
 _ACT = {
     Language.EN: {"A5_PROTECTED_ACTION": "place an order and buy it", "A3_ACCOUNT_ANALYSIS": "analyse my account",
@@ -126,9 +124,6 @@ def lookalike_forms(entity: Entity) -> tuple[str, ...]:
     if name != entity.display_name:
         forms.append(name)
     return tuple(forms)
-
-
-# --------------------------------------------------------------------------------------------- records
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,9 +184,6 @@ class Suite:
     def counts(self) -> dict[str, int]:
         present = [s.family for s in self.specs.values()]
         return {f.value: present.count(f) for f in AttackFamily if f in present}
-
-
-# --------------------------------------------------------------------------------------------- generation
 
 
 class _Builder:

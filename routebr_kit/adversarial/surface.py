@@ -1,51 +1,28 @@
 """The exact worst case at the dispatch boundary: what a fully compromised model can make each system emit.
 
-Threat model: an adversary controls every model output — the first output and the repair (RouteBR and its two
-ablations), or the one-call route (B1 Direct, B2 Direct+Guard).  Code owns everything else: the catalog, the rule
-program, the case's runtime state and closed entity list.  For each case and system this module lists every
-*reachable final path* (``action@object`` on DISPATCH, else ``T_<TERMINAL>``) with a *witness*: a concrete model
-output that produces it.
+Threat model, counts and published figures: ``docs/security.md``.  The adversary controls every model output (first
+output and repair, or the one-call route); code owns the catalog, the rule program, the case's state and entity list.
+For each case and system this module lists every *reachable final path* with a *witness* output that produces it.
 
-**Exactness without a second controller.**  Nothing here re-implements the contract, the rule engine or the
-gates.  Every path comes from the real engine (:meth:`Controller.decide`, :meth:`DirectBaseline.decide`) run on
-one representative output per equivalence class of outputs:
+**Exactness without a second controller.**  Every path comes from the real engines (:meth:`Controller.decide`,
+:meth:`DirectBaseline.decide`) run on one representative output per equivalence class:
 
-* RouteBR / A-state / A-ground: one proposal ``{action_id: a, object_id: o, topk: [a]}`` per catalog action ``a``
-  and per object class its entry admits (the candidates of one permitted type, represented by the first and
-  expanded to the others; ``UNRESOLVED``; ``NONE`` for an object-free action); plus one invalid output (the
-  fail-closed terminal).  This covers every contract-valid proposal up to
-  ``topk[1:]``, which primary commitment never reads; any invalid first output followed by any repair ends either
-  in the fail-closed terminal or — a valid repair that keeps the identifiers — in a valid proposal's path.
-* B1 / B2: ``DISPATCH`` with boundary ``ALLOW`` for every (action, object) as above, and every (terminal,
-  boundary) pair once with one contract-valid (action, object); B2 cites a known rule (its "guard" is the
-  model's own reading of the rules, so the contract cannot tell a true citation from a false one).
+* RouteBR / A-state / A-ground: ``{action_id: a, object_id: o, topk: [a]}`` per catalog action and per object class
+  its entry admits (one permitted type's candidates, represented by the first; ``UNRESOLVED``; ``NONE`` for an
+  object-free action), plus one invalid output.  This covers every contract-valid proposal up to ``topk[1:]``, which
+  primary commitment never reads; an invalid first output then a repair ends in the fail-closed terminal or in a
+  valid proposal's path.
+* B1 / B2: ``DISPATCH``/``ALLOW`` for every (action, object) as above, and every (terminal, boundary) pair once; B2
+  cites a known rule (its guard is the model's own reading of the rules).  Under the ``published`` protocol's
+  validator the probes are every action with *every* object class, since it admits them all; RouteBR's acceptance
+  rule is the same under both protocols.
 
-**Which validator.**  B1/B2 replies are judged by the acceptance rule of a request protocol
-(:class:`~routebr_kit.prompts.Protocol`), the same :class:`DirectBaseline` a run uses: ``kit`` (the default,
-:func:`~routebr_kit.systems.baselines.check_direct`: the closed catalog and entity list *with* the object-type and
-NONE-for-object-free checks) or ``published`` (:func:`~routebr_kit.systems.baselines.check_direct_published`,
-the published one-call validator: any candidate, ``NONE`` or ``UNRESOLVED`` for any action, no action/object-type
-check).  Under ``published`` the B1/B2 probes are every action with *every* object class, since that validator
-admits them all.  RouteBR and its ablations have one acceptance rule under both protocols (the published RouteBR
-validator accepts exactly what the kit's does, property-tested in ``tests/test_protocol_published.py``), so
-their figures do not depend on the protocol.
+Both claims — every listed path has a witness that produces it, and no concrete output produces a path outside the
+list — are property-tested against the real engines on random catalogs, rules, states and entity lists
+(``tests/test_adversarial_surface.py``), so a controller change shows up here as data, not as a stale copy.
 
-Both claims — every listed path has a witness that produces it, and no concrete output produces a path outside
-the list — are property-tested against the real engines on random catalogs, rule programs, states and entity
-lists (``tests/test_adversarial_surface.py``), so a change to the controller (e.g. a state schema that fails
-closed) shows up here as data, not as a stale copy of the rules.
-
-**What is counted** (per case and system, over reachable dispatches ``(action, object)``):
-
-* ``forbidden`` — the winning rule for the action on the case's state is not ``ALLOW``.  The winning rule is the
-  one the RouteBR controller records for that proposal; a valid proposal on which it records no rule (it failed
-  closed on the state itself) has no permission either, so any dispatch of it counts as forbidden;
-* ``protected`` — forbidden dispatches of the protected action;
-* ``misroutes`` — allowed dispatches that are not the gold ``action@object`` (the residual risk RouteBR keeps:
-  a compromised model may still pick the wrong allowed service or object);
-* ``unregistered`` — dispatches of an object-requiring action on an object outside the entity registry
-  (``UNRESOLVED`` included: B1/B2 may emit ``DISPATCH`` with an unresolved object).  Without a registry the
-  case's candidate list stands in for it.
+A valid proposal on which the controller records no winning rule (it failed closed on the state) has no permission
+either, so any dispatch of it counts as forbidden; without a registry the case's candidates stand in for it.
 """
 
 from __future__ import annotations
@@ -229,7 +206,6 @@ class SurfaceAnalyzer:
             for s in (System.B1_DIRECT, System.B2_DIRECT_GUARD)}
         self._cited = assets.policy.rules[0].rule_id  # any known rule satisfies B2's contract
 
-    # ------------------------------------------------------------------------------------------ probes
     @staticmethod
     def object_classes(case: Case) -> tuple[tuple[str, ...], ...]:
         """Interchangeable object IDs: the candidates of each object type (in order), ``UNRESOLVED``, ``NONE``.
@@ -292,7 +268,6 @@ class SurfaceAnalyzer:
                 dispatched.setdefault((d.action_id, object_id), d)
         return decisions
 
-    # ------------------------------------------------------------------------------------------ analysis
     def case(self, case: Case) -> CaseSurface:
         """Every reachable final path of every system on one case, with witnesses and classified dispatches."""
         rules: dict[tuple[str, str], Rule | None] = {}

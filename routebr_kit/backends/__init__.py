@@ -12,22 +12,13 @@ from .scripted import ScriptedBackend, ScriptExhausted
 
 #: Loaded on first use (:mod:`.registry` and the live, simulated and local backends need more than the standard
 #: library).
-_LAZY: dict[str, str] = {
-    "DEFAULT_PROFILES": "registry",
-    "LEXICAL": "registry",
-    "SIM_PREFIX": "registry",
-    "make_backend": "registry",
-    "published_prompts_path": "registry",
-    "PROFILE_LABELS": "profiles",
-    "Profile": "profiles",
-    "load_profile": "profiles",
-    "load_profiles": "profiles",
-    "missing_api_keys": "profiles",
-    "LexicalBackend": "lexical",
-    "SimulatedBackend": "simulated",
-    "ResponseCache": "cache",
-    "CacheMissError": "cache",
-}
+_LAZY: dict[str, str] = {name: module for module, names in {
+    "registry": "DEFAULT_PROFILES LEXICAL SIM_PREFIX make_backend published_prompts_path",
+    "profiles": "PROFILE_LABELS Profile load_profile load_profiles missing_api_keys",
+    "lexical": "LexicalBackend",
+    "simulated": "SimulatedBackend",
+    "cache": "ResponseCache CacheMissError",
+}.items() for name in names.split()}
 
 __all__ = [*sorted(_LAZY), "Backend", "BackendFailure", "FailureKind", "ModelCall", "ModelReply", "ReplayBackend",
            "ScriptedBackend", "ScriptExhausted"]

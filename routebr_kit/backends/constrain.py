@@ -1,40 +1,21 @@
 """Constrained decoding: the JSON Schema of the one answer a call may give, sent as the server's ``response_format``.
 
-``--constrain json-schema`` builds, **per request**, a schema from exactly what the model is shown in that call's
-payload (a repair call: the original payload it carries), valid by construction for the contract:
+``--constrain json-schema`` builds, **per request**, a schema from exactly what the call's payload shows the model
+(a repair: its original payload): an ``anyOf`` with one branch per catalog action (``action_id`` a ``const``;
+``topk`` an ``enum`` of the explicit lists starting with that action, so no grammar has to honour ``uniqueItems``;
+``object_id`` the candidates of an accepted type plus ``UNRESOLVED``, or only ``NONE``), crossed for B1/B2 with the
+allowed ``(terminal, boundary)`` pairs, B2 adding one rule ID; for the composite stages (contract
+``routebr-composite/1``, :func:`composite_answer_schema`) ``{"items": [...]}``, one to three single-item branches
+without ``topk``; ``additionalProperties`` false everywhere.
 
-* RouteBR — an ``anyOf`` with one branch per catalog action.  A branch fixes ``action_id`` (a ``const``), makes
-  ``topk`` one of the explicit lists that start with that action and hold up to two *other* catalog actions, each
-  once (an ``enum`` of arrays, so no grammar has to honour ``uniqueItems``), and lets ``object_id`` be only the
-  case's candidates whose type the action accepts plus ``UNRESOLVED`` — or only ``NONE`` for an object-free action;
-* B1 and B2 — the same per-action branches, crossed with the allowed ``(terminal, boundary)`` pairs (any terminal
-  with ``ALLOW``; otherwise the terminal equals the boundary, so ``DISPATCH`` only with ``ALLOW``); B2 adds a
-  ``rule_ids`` list of one rule ID of the rule table;
-* the composite stages (issue 32, contract ``routebr-composite/1``) — ``{"items": [...]}``: one to three items,
-  each one of its single-item stage's per-action branches without ``topk`` (optional in an item), so each item's
-  object is tied to its action (:func:`composite_answer_schema`).
+Every instance passes :func:`~routebr_kit.core.contract.check_proposal` (B1/B2:
+:func:`~routebr_kit.systems.baselines.check_direct`) and every answer those accept is an instance (property-tested);
+:func:`check_grammar` refuses a schema llama-cpp-python would silently fall back from.  Meaning is not guaranteed,
+and the state and rules are not in the schema: the controller still validates and decides (``docs/proposers.md``).
 
-``additionalProperties`` is false in every branch.  Every instance of such a schema passes
-:func:`~routebr_kit.core.contract.check_proposal` (B1/B2: :func:`~routebr_kit.systems.baselines.check_direct`), and
-every answer those accept is an instance (property-tested); llama.cpp's own converter turns each into a grammar
-(tested where the extra ``[local]`` is installed — llama-cpp-python falls back to plain JSON *silently* when a
-schema fails to convert, which :func:`check_grammar` refuses).
-
-What a schema cannot guarantee — the controller still validates everything and decides:
-
-* the *semantics*: a valid proposal may name the wrong action or the wrong object (a protected request proposed as
-  an information lookup is schema-valid), nor whether a B2 rule is the *first* winning one;
-* the runtime state and the rules are never in the schema: a valid-looking forbidden action is still blocked by
-  them, and a server that ignores ``response_format`` is caught by the contract check as before.
-
-Two wire forms (profile key ``json_schema_style``):
-
-* ``openai`` (default) — ``{"type": "json_schema", "json_schema": {"name", "schema", "strict": true}}``: the
-  OpenAI API, vLLM, SGLang, llama.cpp's ``llama-server`` and Ollama (0.5+) accept it;
-* ``inline`` — ``{"type": "json_object", "schema": ...}``: llama-cpp-python's server (``python -m
-  llama_cpp.server``, what ``routebr-kit serve-model`` runs), which rejects the ``json_schema`` type; llama.cpp's
-  ``llama-server`` accepts this form too.
-
+Two wire forms (profile key ``json_schema_style``): ``openai`` (default; ``{"type": "json_schema", "json_schema":
+{"name", "schema", "strict": true}}``: OpenAI, vLLM, SGLang, ``llama-server``, Ollama 0.5+) and ``inline``
+(``{"type": "json_object", "schema": ...}``: llama-cpp-python's server, which ``routebr-kit serve-model`` runs).
 Standard library only (:func:`check_grammar` imports llama-cpp-python when asked).
 """
 

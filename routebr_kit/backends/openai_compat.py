@@ -163,7 +163,6 @@ class OpenAICompatBackend:
         """The request protocol (``kit`` or ``published``), fixed by the prompt set at construction."""
         return self.prompts.protocol
 
-    # ------------------------------------------------------------------------------------------ requests
     def request_body(self, call: ModelCall) -> dict[str, Any]:
         """The exact JSON body sent for a call (what receipts record and the cache key hashes).
 
@@ -327,7 +326,6 @@ class OpenAICompatBackend:
                                      content=content, **details)
         return ModelReply(content=content, **details)
 
-    # ------------------------------------------------------------------------------------------ clients
     def _client_for_loop(self) -> openai.AsyncOpenAI:
         """One client per event loop (an async HTTP pool cannot cross loops; ``run_sync`` may start new ones)."""
         loop = asyncio.get_running_loop()

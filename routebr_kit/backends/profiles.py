@@ -200,7 +200,6 @@ def _profile(name: str, settings: Any, file: str, line: int | None) -> Profile:
                    request_options=MappingProxyType(dict(options)), accepted_reported_models=tuple(accepted), **extra)
 
 
-
 def check_deadline(value: Any, *, field: str = "deadline_s", file: str | None = None, line: int | None = None
                    ) -> float:
     """A call deadline as a float: a finite number of seconds > 0 (``bool``, ``NaN`` and infinity refused — an

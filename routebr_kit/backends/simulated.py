@@ -1,51 +1,39 @@
 """``sim:<profile>`` — seeded, documented error models of the six hosted backends screened on SELECT-160.
 
 **A simulator, never a proposer.** A :class:`SimulatedBackend` is given the benchmark cases *with their gold
-labels*; every answer starts from the gold route of the case it is asked about and then has a profile's errors
-applied to it.  Its numbers say how the kit's pipeline (controller, baselines, runner, ledger, evaluation)
-behaves on a backend with a given error profile; they are never evidence about a model, and every table or
-figure built from them is labelled *simulated*.
+labels*; every answer starts from the gold route and then has a profile's errors applied.  Its numbers say how the
+kit's pipeline behaves on a backend with a given error profile; they are never evidence about a model, and every
+table or figure built from them is labelled *simulated*.
 
 The error model, per call (every rate is a per-case probability):
 
 1. **Action confusion.**  ``Confusion(source, target, rate)``: a case whose gold action is ``source`` gets
-   ``target`` as its primary action.  The rate is scaled by the request's cue count (a request with more
-   competing cues is easier to misread): ``rate × (1 + w·(n − 1)) / (1 + w·(n̄ − 1))`` with ``w`` the profile's
-   ``cue_weight``, ``n`` the case's number of gold cues and ``n̄ = 1.725`` their mean on SELECT-160, so the
-   fitted rates stay the average rates of the calibration set.
+   ``target``, at ``rate × (1 + w·(n − 1)) / (1 + w·(n̄ − 1))`` with ``w`` the profile's ``cue_weight``, ``n`` the
+   case's number of gold cues and ``n̄ = 1.725`` their SELECT-160 mean (so the fitted rates stay the average rates).
 2. **Object errors by reference difficulty.**  ``object_drop[d]``: a resolvable gold object reported as
-   ``UNRESOLVED``; ``object_guess[d]``: an unresolvable reference resolved to one of the candidates anyway.
-   A confusion into an object-free action reports ``NONE``; a confusion out of one reports ``UNRESOLVED``.
+   ``UNRESOLVED``; ``object_guess[d]``: an unresolvable reference resolved to a candidate anyway.  A confusion into
+   an object-free action reports ``NONE``; a confusion out of one reports ``UNRESOLVED``.
 3. **First-pass output failures.**  With probability ``invalid_first_pass`` the output is spoiled in one
-   :class:`FailureForm` (weights ``failure_forms``): wrapped in a Markdown code fence, truncated, or well-formed
-   JSON that breaks the object contract.  The single repair call returns the intended output with probability
-   ``repair_fixes`` for a format-only failure; a contract failure comes back unchanged (as the published repair
-   did for DeepSeek V4 Flash on MAIN-0158) and the case ends fail-closed.
-4. **Latency and tokens.**  Latency is lognormal around the profile's median (``latency_sigma`` is the robust,
-   MAD-based spread of the published log-latencies).  Prompt tokens are estimated from the payload actually
-   sent (0.6 per CJK character, 0.3 per other character) plus a per-profile overhead for the system prompt and
-   chat framing; completion tokens likewise from the content returned.  Latency is reported, not slept, unless
-   ``sleep_scale`` asks for it.
+   :class:`FailureForm` (weights ``failure_forms``).  The repair call returns the intended output with probability
+   ``repair_fixes`` for a format-only failure; a contract failure comes back unchanged (as the published repair did
+   for DeepSeek V4 Flash on MAIN-0158) and the case ends fail-closed.
+4. **Latency and tokens.**  Latency is lognormal around the profile's median (``latency_sigma``: the MAD-based
+   spread of the published log-latencies); reported, not slept, unless ``sleep_scale`` asks for it.  Tokens are
+   estimated from the payload sent and the content returned (:func:`estimate_tokens`) plus per-profile overheads.
 
-The one-call baselines use the same action and object model plus :class:`DirectBehaviour`:
+The one-call baselines use the same action and object model plus :class:`DirectBehaviour`: **B1 Direct** (no rule
+program) dispatches unless it sees a visibly non-unique reference, a self-declared vague request (an ``AMBIGUITY``
+cue) or one of a few self-explanatory runtime flags — so it false-dispatches on blocks only the runtime state
+explains, as the published B1 did.  **B2 Direct+Guard** evaluates the rule table it is sent (first match) on the
+state it is sent, with small per-case slips.
 
-* **B1 Direct** has no rule program.  It dispatches unless something it can see suggests otherwise: a request
-  whose object reference is visibly not unique (``UNDERSPECIFIED``/``CONFLICTING``), a request that says it is
-  vague (an ``AMBIGUITY`` cue), or one of a few self-explanatory runtime flags it happens to notice.  So it
-  false-dispatches on blocks that only the runtime state explains, as the published B1 did.
-* **B2 Direct+Guard** evaluates the rule table it is sent (first match, the kit's rule engine) on the runtime
-  state it is sent, with small per-case slips: dispatching a blocked case, naming the wrong bounded terminal,
-  clarifying a vague but allowed request, and reporting the support action on a hand-off.
+**Calibration.**  Every rate is an aggregate published count over eligible cases (e.g. DeepSeek V4 Pro proposed A2
+for 7 of the 33 A3 cases of SELECT-160: ``A3→A2`` is ``7/33``); per-case outcomes are never replayed.  RouteBR
+profiles are fitted on SELECT-160, :data:`DIRECT` on the published CONFIRM B1/B2 runs (DeepSeek V4 Pro, MAIN+FLIP);
+token overheads so that mean tokens per case match the published means.
 
-**Calibration.**  Every rate is an aggregate count of the published runs divided by the number of eligible cases —
-e.g. DeepSeek V4 Pro proposed A2 for 7 of the 33 A3 cases of SELECT-160, so its ``A3→A2`` rate is ``7/33``.
-Per-case outcomes of the published runs are never replayed.  RouteBR profiles are fitted on SELECT-160 (pooled
-MAIN+FLIP+ENTITY), :data:`DIRECT` on the published CONFIRM B1/B2 runs (DeepSeek V4 Pro, MAIN+FLIP).  Latency
-medians are the published ones; token overheads are fitted so that mean tokens per case match the published means.
-
-**Determinism.**  Every random choice is a keyed draw: the SHA-256 of ``(seed, profile, case_id, stage,
-decision name)`` mapped to a uniform number.  An answer therefore depends only on those keys — not on call
-order, concurrency, or which other cases are in the run.  Standard library only.
+**Determinism.**  Every random choice is a keyed draw: the SHA-256 of ``(seed, profile, case_id, stage, decision)``
+mapped to a uniform number, so an answer does not depend on call order, concurrency or the other cases of the run.
 """
 
 from __future__ import annotations
@@ -53,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -60,7 +49,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.calls import FailureKind, ModelCall, ModelReply
 from ..core.errors import DataError, ErrorCode
@@ -75,10 +64,8 @@ A1, A2, A3, A4 = "A1_ADVISORY", "A2_INFO_LOOKUP", "A3_ACCOUNT_ANALYSIS", "A4_SUP
 #: Mean number of gold cues per case on SELECT-160 (76 single, 52 dual, 32 triple): the cue-weight pivot.
 REFERENCE_CUES = 1.725
 #: Gold cue families and the catalog action each one points to (used to rank the lower ``topk`` candidates).
-CUE_ACTIONS = MappingProxyType({
-    "ADVISORY": A1, "INFORMATION": A2, "ACCOUNT_CONTEXT": A3, "SUPPORT_SENSITIVE": A4,
-    "ACTION_SENSITIVE": "A5_PROTECTED_ACTION",
-})
+CUE_ACTIONS = MappingProxyType({"ADVISORY": A1, "INFORMATION": A2, "ACCOUNT_CONTEXT": A3, "SUPPORT_SENSITIVE": A4,
+                                "ACTION_SENSITIVE": "A5_PROTECTED_ACTION"})
 #: The gold cue family that marks a request as self-declared vague.
 AMBIGUITY_CUE = "AMBIGUITY"
 #: Token estimate: per CJK character, per other character (fitted on the published DeepSeek prompts, sd 2.2).
@@ -101,25 +88,11 @@ class FailureForm(str, enum.Enum):
         return self is not FailureForm.OBJECT_SENTINEL
 
 
-class SimEvent(str, enum.Enum):
-    """What the simulator did to a case (listed in ``reply.extra["events"]``, so receipts explain every error)."""
-
-    ACTION_CONFUSED = "ACTION_CONFUSED"
-    OBJECT_DROPPED = "OBJECT_DROPPED"
-    OBJECT_GUESSED = "OBJECT_GUESSED"
-    FIRST_PASS_SPOILED = "FIRST_PASS_SPOILED"
-    REPAIR_FIXED = "REPAIR_FIXED"
-    REPAIR_UNCHANGED = "REPAIR_UNCHANGED"
-    B1_CLARIFY_UNRESOLVABLE = "B1_CLARIFY_UNRESOLVABLE"
-    B1_CLARIFY_AMBIGUOUS = "B1_CLARIFY_AMBIGUOUS"
-    B1_STATE_NOTICED = "B1_STATE_NOTICED"
-    B2_SLIP_DISPATCH = "B2_SLIP_DISPATCH"
-    B2_SLIP_TERMINAL = "B2_SLIP_TERMINAL"
-    B2_CLARIFY_AMBIGUOUS = "B2_CLARIFY_AMBIGUOUS"
-    B2_HANDOFF_SUPPORT = "B2_HANDOFF_SUPPORT"
-
-
-# --------------------------------------------------------------------------------------------- parameters
+#: What the simulator did to a case (listed in ``reply.extra["events"]``, so receipts explain every error).
+SimEvent = enum.Enum("SimEvent", {name: name for name in (
+    "ACTION_CONFUSED OBJECT_DROPPED OBJECT_GUESSED FIRST_PASS_SPOILED REPAIR_FIXED REPAIR_UNCHANGED "
+    "B1_CLARIFY_UNRESOLVABLE B1_CLARIFY_AMBIGUOUS B1_STATE_NOTICED B2_SLIP_DISPATCH B2_SLIP_TERMINAL "
+    "B2_CLARIFY_AMBIGUOUS B2_HANDOFF_SUPPORT").split()}, type=str, module=__name__)
 
 
 def _rate(value: float, name: str) -> None:
@@ -161,9 +134,8 @@ class SimProfile:
     cue_weight: float = 0.25
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "object_drop", MappingProxyType(dict(self.object_drop)))
-        object.__setattr__(self, "object_guess", MappingProxyType(dict(self.object_guess)))
-        object.__setattr__(self, "failure_forms", MappingProxyType(dict(self.failure_forms)))
+        for name in ("object_drop", "object_guess", "failure_forms"):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
         for name in ("invalid_first_pass", "repair_fixes"):
             _rate(getattr(self, name), name)
         for table in (self.object_drop, self.object_guess):
@@ -172,9 +144,7 @@ class SimProfile:
                     raise DataError(ErrorCode.UNKNOWN_ENUM, "an ObjectDifficulty", got=difficulty,
                                     field=self.profile_id)
                 _rate(value, f"{self.profile_id} object rate for {difficulty.value}")
-        totals: dict[str, float] = {}
-        for c in self.confusions:
-            totals[c.source] = totals.get(c.source, 0.0) + c.rate
+        totals = {s: sum(c.rate for c in self.confusions if c.source == s) for s in {c.source for c in self.confusions}}
         if any(t > 1.0 for t in totals.values()):
             raise DataError(ErrorCode.INVALID_VALUE, "confusion rates per source action summing to at most 1",
                             got=totals, field=self.profile_id)
@@ -188,30 +158,20 @@ class SimProfile:
 
     def as_dict(self) -> dict[str, Any]:
         """Every parameter as JSON-ready values (hashed into run manifests)."""
-        return {
-            "profile_id": self.profile_id, "label": self.label,
-            "confusions": [[c.source, c.target, c.rate] for c in self.confusions],
-            "object_drop": {d.value: r for d, r in self.object_drop.items()},
-            "object_guess": {d.value: r for d, r in self.object_guess.items()},
-            "invalid_first_pass": self.invalid_first_pass,
-            "failure_forms": {f.value: w for f, w in self.failure_forms.items()},
-            "repair_fixes": self.repair_fixes, "latency_median_ms": self.latency_median_ms,
-            "latency_sigma": self.latency_sigma, "prompt_overhead": self.prompt_overhead,
-            "completion_overhead": self.completion_overhead, "cue_weight": self.cue_weight,
-        }
+        out = {name: getattr(self, name) for name in self.__slots__}
+        out["confusions"] = [[c.source, c.target, c.rate] for c in self.confusions]
+        for name in ("object_drop", "object_guess", "failure_forms"):
+            out[name] = {k.value: v for k, v in getattr(self, name).items()}
+        return out
 
     def as_row(self) -> dict[str, Any]:
         """A flat, printable summary (one row of the notebook's parameter table)."""
-        return {
-            "profile": self.profile_id,
-            "label": self.label,
-            "confusions": "; ".join(f"{c.source[:2]}→{c.target[:2]} {c.rate:.3f}" for c in self.confusions),
-            "object_drop": "; ".join(f"{d.value} {r:.3f}" for d, r in self.object_drop.items()),
-            "object_guess": "; ".join(f"{d.value} {r:.3f}" for d, r in self.object_guess.items()),
-            "invalid_first_pass": self.invalid_first_pass,
-            "latency_median_ms": self.latency_median_ms,
-            "latency_sigma": self.latency_sigma,
-        }
+        return {"profile": self.profile_id, "label": self.label,
+                "confusions": "; ".join(f"{c.source[:2]}→{c.target[:2]} {c.rate:.3f}" for c in self.confusions),
+                "object_drop": "; ".join(f"{d.value} {r:.3f}" for d, r in self.object_drop.items()),
+                "object_guess": "; ".join(f"{d.value} {r:.3f}" for d, r in self.object_guess.items()),
+                "invalid_first_pass": self.invalid_first_pass, "latency_median_ms": self.latency_median_ms,
+                "latency_sigma": self.latency_sigma}
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,19 +208,15 @@ class DirectBehaviour:
         return out
 
     def __post_init__(self) -> None:
-        for name in ("b1_clarify_unresolvable", "b1_clarify_ambiguous", "b1_guess_object", "b2_slip_dispatch",
-                     "b2_slip_terminal", "b2_clarify_ambiguous", "b2_handoff_support"):
-            _rate(getattr(self, name), name)
-
-
-def _profiles(*profiles: SimProfile) -> Mapping[str, SimProfile]:
-    return MappingProxyType({p.profile_id: p for p in profiles})
+        for name in self.__slots__:
+            if name != "b1_state_cues":
+                _rate(getattr(self, name), name)
 
 
 #: The six screened profiles.  Rates are published aggregate counts over eligible SELECT-160 cases
 #: (33 cases each of A1, A2, A3, A5; 28 of A4; 39 ANAPHORA, 33 EXPLICIT_NAME, 19 UNDERSPECIFIED references);
 #: latency medians and robust sigmas, and token means, are the published ones.
-PROFILES: Mapping[str, SimProfile] = _profiles(
+PROFILES: Mapping[str, SimProfile] = MappingProxyType({p.profile_id: p for p in (
     SimProfile(
         "deepseek_v4_primary", "DeepSeek V4 Pro",
         confusions=(Confusion(A3, A2, 7 / 33), Confusion(A4, A1, 2 / 28)),
@@ -295,7 +251,7 @@ PROFILES: Mapping[str, SimProfile] = _profiles(
         object_drop={D.ANAPHORA: 7 / 39, D.EXPLICIT_NAME: 1 / 33},
         latency_median_ms=2329, latency_sigma=0.058, prompt_overhead=237, completion_overhead=15,
     ),
-)
+)})
 
 #: B1/B2 behaviour, from the published CONFIRM runs (DeepSeek V4 Pro, MAIN+FLIP, 280 cases each): B1 clarified
 #: 22 of 61 visibly unresolvable references and 8 of 24 self-declared vague requests, noticed 4 of 4
@@ -304,18 +260,12 @@ PROFILES: Mapping[str, SimProfile] = _profiles(
 #: B2 dispatched 1 and mis-terminated 2 of 166 blocked cases, clarified 2 of 14 vague allowed requests and reported
 #: the support action on 18 of 37 hand-offs.
 DIRECT = DirectBehaviour(
-    b1_clarify_unresolvable=22 / 61,
-    b1_clarify_ambiguous=8 / 24,
-    b1_state_cues=(
-        StateCue("action_permission", False, 4 / 4, Terminal.CLARIFY),
-        StateCue("identity_verified", False, 1 / 3, Terminal.CLARIFY),
-        StateCue("request_scope_clear", False, 3 / 12, Terminal.CLARIFY),
-        StateCue("service_available", False, 2 / 35, Terminal.DEFER),
-    ),
-    b1_guess_object=22 / 39,
-    b2_slip_dispatch=1 / 166,
-    b2_slip_terminal=2 / 166,
-    b2_clarify_ambiguous=2 / 14,
+    b1_clarify_unresolvable=22 / 61, b1_clarify_ambiguous=8 / 24,
+    b1_state_cues=(StateCue("action_permission", False, 4 / 4, Terminal.CLARIFY),
+                   StateCue("identity_verified", False, 1 / 3, Terminal.CLARIFY),
+                   StateCue("request_scope_clear", False, 3 / 12, Terminal.CLARIFY),
+                   StateCue("service_available", False, 2 / 35, Terminal.DEFER)),
+    b1_guess_object=22 / 39, b2_slip_dispatch=1 / 166, b2_slip_terminal=2 / 166, b2_clarify_ambiguous=2 / 14,
     b2_handoff_support=18 / 37,
 )
 
@@ -352,11 +302,7 @@ def estimate_tokens(text: str) -> float:
     return TOKENS_PER_CJK * cjk + TOKENS_PER_CHAR * (len(text) - cjk)
 
 
-# --------------------------------------------------------------------------------------------- the backend
-
-
-@dataclass(frozen=True, slots=True)
-class _Draft:
+class _Draft(NamedTuple):
     """The output a simulated call intends, the events that shaped it, and how its first pass is spoiled."""
 
     output: dict[str, Any]
@@ -386,16 +332,13 @@ class SimulatedBackend:
         if not (isinstance(sleep_scale, (int, float)) and sleep_scale >= 0):
             raise DataError(ErrorCode.INVALID_VALUE, "a non-negative sleep scale", got=sleep_scale,
                             field="sleep_scale")
-        self.seed = seed
-        self.direct = direct
-        self.sleep_scale = float(sleep_scale)
+        self.seed, self.direct, self.sleep_scale = seed, direct, float(sleep_scale)
         self.name = f"sim:{self.profile.profile_id}"
         self._engines: dict[str, PolicyEngine] = {}
 
     def __repr__(self) -> str:
         return f"SimulatedBackend({self.profile.profile_id!r}, {len(self.cases)} cases, seed={self.seed})"
 
-    # ------------------------------------------------------------------------------------------ protocol
     async def complete(self, call: ModelCall) -> ModelReply:
         case = self.cases.get(call.request_id)
         if case is None:
@@ -431,7 +374,6 @@ class SimulatedBackend:
         return {"name": self.name, "kind": "simulated", "seed": self.seed, "parameters": parameters,
                 "profile": {"id": self.profile.profile_id, "sha256": identity}, "source_sha256": source}
 
-    # ------------------------------------------------------------------------------------------ keyed draws
     def _uniform(self, case_id: str, stage: Stage, decision: str) -> float:
         """A uniform number in (0, 1) determined by (seed, profile, case, stage, decision) alone."""
         key = "\x1f".join((str(self.seed), self.profile.profile_id, case_id, stage.value, decision))
@@ -449,7 +391,6 @@ class SimulatedBackend:
         factor = STAGE_LATENCY_FACTOR.get(stage, 1.0)  # a repair costs one more ROUTEBR-sized call
         return self.profile.latency_median_ms * factor * math.exp(self.profile.latency_sigma * z)
 
-    # ------------------------------------------------------------------------------------------ answers
     def _first_pass(self, case: Case, stage: Stage, payload: Mapping[str, Any]) -> tuple[str, tuple[SimEvent, ...]]:
         draft = self._draft(case, stage, payload)
         if draft.spoiled is None:
@@ -484,13 +425,9 @@ class SimulatedBackend:
             output = self._b2(case, payload, action, object_id, topk, catalog, events)
         spoiled = None
         if self._chance(case, stage, "first_pass", self.profile.invalid_first_pass):
-            forms = list(self.profile.failure_forms.items())
-            u = self._uniform(case.case_id, stage, "failure_form") * sum(w for _, w in forms)
-            for form, weight in forms:
-                spoiled = form
-                if u < weight:
-                    break
-                u -= weight
+            forms = self.profile.failure_forms
+            u = self._uniform(case.case_id, stage, "failure_form") * sum(forms.values())
+            spoiled = next((f for f, c in zip(forms, itertools.accumulate(forms.values())) if u < c), [*forms][-1])
         return _Draft(output, tuple(events), spoiled)
 
     def _action(self, case: Case, stage: Stage, events: list[SimEvent]) -> str:
@@ -533,7 +470,6 @@ class SimulatedBackend:
         ids = [i for i in ids if isinstance(i, str)] or [e.object_id for e in case.request.candidates]
         return self._pick(case, stage, "object_pick", ids) if ids else UNRESOLVED
 
-    # ------------------------------------------------------------------------------------------ baselines
     def _b1(self, case: Case, payload: Mapping[str, Any], action: str, object_id: str, topk: list[str],
             catalog: Mapping[str, tuple[str, ...]], events: list[SimEvent]) -> dict[str, Any]:
         """B1 Direct: no rule program; dispatch unless a visible cue suggests otherwise."""
@@ -614,9 +550,6 @@ class _Unsupported(Exception):
     """A call the simulator cannot answer (becomes a failure reply, never a crash)."""
 
 
-# --------------------------------------------------------------------------------------------- helpers
-
-
 def _catalog_types(payload: Mapping[str, Any]) -> Mapping[str, tuple[str, ...]]:
     """``action_id → required_object_types`` from the catalog the call was sent (in catalog order)."""
     entries = payload.get("catalog") or ()
@@ -636,11 +569,7 @@ def _ambiguous(case: Case) -> bool:
 def _topk(case: Case, action: str, catalog: Mapping[str, tuple[str, ...]]) -> list[str]:
     """The primary action, then the gold action (if confused away from it), then the cue families' actions."""
     ranked = [action, case.gold.action] + [CUE_ACTIONS.get(cue.get("family"), "") for cue in case.gold.cues]
-    out: list[str] = []
-    for a in ranked:
-        if a and a not in out and (a in catalog or not catalog):
-            out.append(a)
-    return out[:3]
+    return [a for a in dict.fromkeys(ranked) if a and (a in catalog or not catalog)][:3]
 
 
 def _direct_output(terminal: Terminal, action: str, object_id: str, topk: list[str]) -> dict[str, Any]:

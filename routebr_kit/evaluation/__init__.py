@@ -5,6 +5,7 @@ scores published, replayed, simulated, local and live runs.  Figures live in :mo
 (imported on demand, it needs matplotlib and seaborn).
 """
 
+from .. import lazy_exports
 from .forbidden import DispatchCheck, DispatchGate, ForbiddenCause, dispatches
 from .metrics import (
     PAPER_PATH_LABELS,
@@ -23,16 +24,7 @@ from .metrics import (
 from .stats import Z95, Interval, McNemar, mcnemar, mcnemar_p_published, wilson, wilson_published
 
 #: The table builders need pandas; they load on first use so that scoring alone (``routebr-kit diff``) does not.
-_TABLES = ("SYSTEM_LABELS", "fmt_count", "fmt_pct", "mcnemar_results", "mcnemar_table", "pair_grid", "rq3_table",
-           "rq12_table", "screening_table")
-
-
-def __getattr__(name: str):
-    if name in _TABLES:
-        from . import tables
-
-        return getattr(tables, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = [name for name in dir() if not name.startswith("_")] + list(_TABLES)
+_TABLES = dict.fromkeys(("SYSTEM_LABELS", "fmt_count", "fmt_pct", "mcnemar_results", "mcnemar_table", "pair_grid",
+                         "rq3_table", "rq12_table", "screening_table"), "tables")
+__all__ = [name for name in dir() if not name.startswith("_") and name != "lazy_exports"] + list(_TABLES)
+__getattr__, __dir__ = lazy_exports(__name__, _TABLES)

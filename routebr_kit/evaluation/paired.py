@@ -101,15 +101,4 @@ def drop_lcb(regressions: int, fixes: int, n: int) -> float:
     return bootstrap_drop_quantile(regressions, fixes, n, 1.0 - LCB_LEVEL)
 
 
-def wilson_text(hits: int, n: int) -> str:
-    """``12.3% [10.9, 13.8]`` (Wilson 95%) for a Monte-Carlo or observed rate."""
-    from .stats import wilson
-
-    if not n:
-        return "n/a"
-    low, high = wilson(hits, n)
-    return f"{100 * hits / n:.1f}% [{100 * low:.1f}, {100 * high:.1f}]"
-
-
-__all__ = ["LCB_LEVEL", "bootstrap_drop_distribution", "bootstrap_drop_quantile", "drop_lcb", "regression_p",
-           "wilson_text"]
+__all__ = ["LCB_LEVEL", "bootstrap_drop_distribution", "bootstrap_drop_quantile", "drop_lcb", "regression_p"]

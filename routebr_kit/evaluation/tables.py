@@ -44,9 +44,6 @@ SYSTEM_LABELS = {
 KIT = " (kit)"
 
 
-# --------------------------------------------------------------------------------------------- cell formats
-
-
 def fmt_pct(rate: float) -> str:
     """A rate as a percentage with one decimal (``0.975 -> '97.5'``), as published; ``'n/a'`` for NaN."""
     return "n/a" if math.isnan(rate) else f"{100 * rate:.1f}"
@@ -68,9 +65,6 @@ def parse_count(text: object) -> Count:
 
 def _fixed(value: float, digits: int) -> str:
     return "n/a" if math.isnan(value) else f"{value:.{digits}f}"
-
-
-# --------------------------------------------------------------------------------------------- the tables
 
 
 def screening_table(runs: Mapping[str, Rows], cases: Cases, *, extras: bool = True) -> pd.DataFrame:

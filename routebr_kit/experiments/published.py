@@ -25,6 +25,7 @@ from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file
 from ..store.artifact import CONFIRM, SELECT, Artifact
 from ..store.assets import read_json
+from ..store.files import read_text
 from .replication import SCREENING_SPLITS, PaperTables
 
 RESULTS_DIR = Path("analysis") / "results"
@@ -78,10 +79,7 @@ def read_published(artifact: Artifact | str | Path) -> PublishedResults:
     """Parse the published values of an artifact's ``analysis/results/FINAL_RESULTS.{md,json}``."""
     root = artifact.root if isinstance(artifact, Artifact) else Path(artifact)
     md_path = root / RESULTS_DIR / "FINAL_RESULTS.md"
-    try:
-        text = md_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(ErrorCode.FILE_NOT_FOUND, "FINAL_RESULTS.md", file=str(md_path)) from None
+    text = read_text(md_path, "FINAL_RESULTS.md")
     results = artifact.published_results if isinstance(artifact, Artifact) else Artifact(root).published_results
     comparisons = {}
     for key, value in results.get("comparisons", {}).items():
@@ -152,9 +150,6 @@ def _table(lines: list[tuple[int, str]], file: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=header)
 
 
-# --------------------------------------------------------------------------------------------- integrity audit
-
-
 @dataclass(frozen=True)
 class ResultsAudit:
     """Integrity of the artifact's result folders and recorded hashes."""
@@ -217,9 +212,6 @@ def audit_results(artifact: Artifact) -> ResultsAudit:
         ("Audited CONFIRM rows", str(int(audited.loc[phase == CONFIRM, "rows"].sum()))),
     ], columns=["Item", "Value"])
     return ResultsAudit(tasks, hash_frame, integrity)
-
-
-# --------------------------------------------------------------------------------------------- scorecard
 
 
 @dataclass(frozen=True, slots=True)

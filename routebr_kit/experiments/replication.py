@@ -40,8 +40,6 @@ from ..store.ledger import PredictionRow
 Rows = Sequence[PredictionRow]
 
 
-# --------------------------------------------------------------------------------------------- replay
-
 #: Fields recomputed by the kit's gates from the recorded proposal: agreement is an independent check.
 INDEPENDENT = ("final_path", "boundary")
 #: Fields taken from the recorded proposal itself: they agree by construction wherever the proposal is accepted.
@@ -160,9 +158,6 @@ def replay_artifact(artifact: Artifact | str | Path, tasks: Iterable[ArtifactTas
     artifact = artifact if isinstance(artifact, Artifact) else Artifact(artifact)
     chosen = tuple(tasks) if tasks is not None else artifact.tasks(controller_only=True)
     return ReplayReport(tuple(replay_task(artifact, t) for t in chosen))
-
-
-# --------------------------------------------------------------------------------------------- from the artifact
 
 
 class LedgerOrigin(str, enum.Enum):

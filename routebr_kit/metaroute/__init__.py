@@ -7,90 +7,30 @@ exact CPython streams or vectorized Philox) → typed traces (:mod:`.records`) �
 """
 
 from .. import lazy_exports
-from .config import (
-    EvaluationConfig,
-    ExecutorConfig,
-    GeneratorConfig,
-    MetaRouteConfig,
-    NeedProfile,
-    Operation,
-    Operations,
-    PolicyConfig,
-    StaticRoutes,
-    SupportOperation,
-    WorkloadProfiles,
-)
-from .evaluation import Comparison, Evaluation, PolicySummary, compare, evaluate, summarize
-from .executor import (
-    ExactExecutor,
-    ExecutionModel,
-    Executor,
-    FastExecutor,
-    GridExecutor,
-    Outcome,
-    PlanModel,
-    expected_success_rates,
-    philox4x32,
-    plan_model,
-    trace_uniforms,
-)
-from .export import export_run
-from .policies import (
-    AdaptiveRouter,
-    FixedPolicy,
-    OneShotPolicy,
-    Policy,
-    RandomPolicy,
-    StaticWorkloadPolicy,
-    ablation_policies,
-    default_policies,
-)
-from .records import (
-    FAILURE_CODES,
-    SUPPORT_ACTIONS,
-    ExecutionTrace,
-    FailureMode,
-    PlanChoice,
-    RouteAction,
-    RoutePlan,
-    TaskSpec,
-    Traces,
-    Workload,
-)
-from .run import BenchmarkRun, Mode, Suite, execute_all, executor_for, run_benchmark
-from .workloads import generate_tasks
 
-#: Loaded on first use (tables and the robustness sweep need pandas and scipy).
-_LAZY: dict[str, str] = {
-    "ablation_frame": "analysis",
-    "action_shares": "analysis",
-    "comparison_frame": "analysis",
-    "detection_power": "analysis",
-    "difficulty_success": "analysis",
-    "failure_breakdown": "analysis",
-    "per_seed_success": "analysis",
-    "power_curve": "analysis",
-    "seeds_for_power": "analysis",
-    "slice_comparisons": "analysis",
-    "summary_frame": "analysis",
-    "task_profile_frame": "analysis",
-    "workload_frame": "analysis",
-    "SweepDesign": "sweep",
-    "SweepResult": "sweep",
-    "SweepSpace": "sweep",
-    "default_space": "sweep",
-    "design": "sweep",
-    "heatmap_figure": "sweep",
-    "heatmap_table": "sweep",
-    "load_sweep": "sweep",
-    "robustness": "sweep",
-    "run_sweep": "sweep",
-    "sensitivity": "sweep",
-    "contrast_table": "sweep",
-}
+#: Every public name → the module that defines it, loaded on first use (tables and the robustness sweep need
+#: pandas and scipy).
+_LAZY: dict[str, str] = {name: module for module, names in {
+    "config": "EvaluationConfig ExecutorConfig GeneratorConfig MetaRouteConfig NeedProfile Operation Operations "
+              "PolicyConfig StaticRoutes SupportOperation WorkloadProfiles",
+    "evaluation": "Comparison Evaluation PolicySummary compare evaluate summarize",
+    "executor": "ExactExecutor ExecutionModel Executor FastExecutor GridExecutor Outcome PlanModel "
+                "expected_success_rates philox4x32 plan_model trace_uniforms",
+    "export": "export_run",
+    "policies": "AdaptiveRouter FixedPolicy OneShotPolicy Policy RandomPolicy StaticWorkloadPolicy ablation_policies "
+                "default_policies",
+    "records": "FAILURE_CODES SUPPORT_ACTIONS ExecutionTrace FailureMode PlanChoice RouteAction RoutePlan TaskSpec "
+               "Traces Workload",
+    "run": "BenchmarkRun Mode Suite execute_all executor_for run_benchmark",
+    "workloads": "generate_tasks",
+    "analysis": "ablation_frame action_shares comparison_frame detection_power difficulty_success failure_breakdown "
+                "per_seed_success power_curve seeds_for_power slice_comparisons summary_frame task_profile_frame "
+                "workload_frame",
+    "sweep": "SweepDesign SweepResult SweepSpace default_space design heatmap_figure heatmap_table load_sweep "
+             "robustness run_sweep sensitivity contrast_table",
+}.items() for name in names.split()}
 
-__all__ = sorted({*(name for name in dir() if not name.startswith("_") and name != "lazy_exports"),
-                  *_LAZY})
+__all__ = sorted(_LAZY)
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -37,9 +37,6 @@ def _nonnegative(default: float) -> Any:
     return field(default=default, metadata=_NONNEGATIVE)
 
 
-# ------------------------------------------------------------------------------------------------- generator
-
-
 @dataclass(frozen=True, slots=True)
 class NeedProfile:
     """Mean operation needs of a workload (before the difficulty shift and the jitter)."""
@@ -83,9 +80,6 @@ class GeneratorConfig:
     profiles: WorkloadProfiles = WorkloadProfiles()
 
 
-# -------------------------------------------------------------------------------------------------- policies
-
-
 @dataclass(frozen=True, slots=True)
 class StaticRoutes:
     """The static_workload policy's support operations per workload (``answer`` is appended)."""
@@ -110,9 +104,6 @@ class PolicyConfig:
     adaptive_easy_threshold: float = _unit(0.66)
     adaptive_hard_threshold: float = _unit(0.56)
     adaptive_max_actions: int = field(default=3, metadata=_POSITIVE_INT)
-
-
-# -------------------------------------------------------------------------------------------------- executor
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,18 +159,12 @@ class ExecutorConfig:
     round_digits: int = field(default=4, metadata={"range": (0, None)})  # exported cost and latency
 
 
-# ------------------------------------------------------------------------------------------------ evaluation
-
-
 @dataclass(frozen=True, slots=True)
 class EvaluationConfig:
     z: float = _nonnegative(1.96)  # seed-level normal interval
     utility_cost_weight: float = 0.025  # U = S − w_K · K − w_L · L
     utility_latency_weight: float = 0.0015
     treatment: str = "adaptive"  # paired comparisons: this policy minus every other one
-
-
-# ----------------------------------------------------------------------------------------------------- root
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +194,6 @@ class MetaRouteConfig:
             raise DataError(ErrorCode.INVALID_VALUE, "distinct route lengths in 1..5",
                             field="policies.random_route_lengths", got=list(lengths))
 
-    # ------------------------------------------------------------------------------------------ (de)serialise
 
     def to_mapping(self) -> dict[str, Any]:
         """Plain nested dict (lists and strings only): the YAML form."""
@@ -268,9 +252,6 @@ class MetaRouteConfig:
             _child(node, leaf, path)
             node[leaf] = _merge(node[leaf], value, f"{path}{leaf}") if isinstance(node[leaf], dict) else value
         return _build(type(self), data, "")
-
-
-# ---------------------------------------------------------------------------------------------- conversion
 
 
 def _child(node: dict[str, Any], key: str, path: str) -> Any:

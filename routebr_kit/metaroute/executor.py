@@ -56,9 +56,6 @@ class GridExecutor(Executor, Protocol):
     def execute_grid(self, tasks: Sequence[TaskSpec], policies: Sequence[Policy], seeds: Sequence[int]) -> Traces: ...
 
 
-# ------------------------------------------------------------------------------------------------ the model
-
-
 class Outcome(NamedTuple):
     """One branch of an execution: its clipped success probability, rounded cost/latency and budget flags."""
 
@@ -212,9 +209,6 @@ def _trace(task: TaskSpec, plan: RoutePlan, seed: int, policy: str, outcome: Out
                           outcome.within_latency_budget, mode)
 
 
-# ------------------------------------------------------------------------------------------- exact executor
-
-
 class ExactExecutor:
     """The published executor's draws on CPython's Mersenne Twister, one stream per trace."""
 
@@ -251,8 +245,6 @@ class ExactExecutor:
             outcome = model.outcomes[FAILED]
         return _trace(task, plan, seed, policy, outcome, draw() < outcome.success_probability, failed)
 
-
-# ---------------------------------------------------------------------------------------- counter-based RNG
 
 _MASK32 = np.uint64(0xFFFFFFFF)
 _PHILOX_M = (np.uint64(0xD2511F53), np.uint64(0xCD9E8D57))
@@ -312,9 +304,6 @@ def trace_uniforms(seeds: Sequence[int], task_ids: Sequence[str], policies: Sequ
 
 ROUTE, FAILURE, RECOVERY, SUCCESS = range(4)  # which uniform of a trace decides what
 _FAILURE_OF = {action: FAILURE_CODE[FailureMode.of(action)] for action in RouteAction}
-
-
-# -------------------------------------------------------------------------------------------- fast executor
 
 
 class FastExecutor:

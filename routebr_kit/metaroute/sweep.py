@@ -68,9 +68,6 @@ class Sampling(str, enum.Enum):
     GRID = "grid"
 
 
-# ---------------------------------------------------------------------------------------------------- space
-
-
 @dataclass(frozen=True, slots=True)
 class Dimension:
     """One constant and its range.  ``levels`` is used by grid sampling (evenly spaced, ends included)."""
@@ -188,9 +185,6 @@ def _clip(key: str, low: float, high: float) -> tuple[float, float]:
     return low, high
 
 
-# --------------------------------------------------------------------------------------------------- design
-
-
 @dataclass(frozen=True, slots=True)
 class SweepDesign:
     """The sampled configurations (dotted overrides onto the published config) and how they were drawn."""
@@ -258,9 +252,6 @@ def _distinct(configs: tuple[tuple[tuple[str, Any], ...], ...]) -> tuple[tuple[t
     return configs
 
 
-# ----------------------------------------------------------------------------------------------------- cells
-
-
 def sweep_cells(plan: SweepDesign, seeds: Sequence[int], mode: Mode = Mode.FAST) -> tuple[Cell, ...]:
     """One cell per configuration: its overrides, the seeds, the mode and the full configuration's hash."""
     seeds = _seeds(seeds)
@@ -307,9 +298,6 @@ def sweep_cell(payload: dict[str, Any]) -> dict[str, Any]:
         "contrasts": [[c.treatment, c.baseline, c.success_difference, c.success_difference_ci95, c.cost_difference,
                        c.latency_difference_s] for c in contrasts],
     }
-
-
-# ------------------------------------------------------------------------------------------------------ run
 
 
 @dataclass(frozen=True)
@@ -401,9 +389,6 @@ def load_sweep(out_dir: str | Path) -> SweepResult:
     files[MANIFEST] = out / MANIFEST
     return SweepResult(configurations=pd.read_csv(files[CONFIGURATIONS]), summary=pd.read_csv(files[SUMMARY]),
                        contrasts=pd.read_csv(files[CONTRASTS]), files=files)
-
-
-# -------------------------------------------------------------------------------------------------- analysis
 
 
 def contrast_table(result: SweepResult, baseline: str = "static_workload") -> pd.DataFrame:

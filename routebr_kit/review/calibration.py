@@ -2,72 +2,61 @@
 declared regression, and the number of cases that power needs.
 
 A gate (:mod:`routebr_kit.review.gate`) compares a candidate's ledger with a base's, row by row.  When the candidate
-is a **re-run** (a prompt or backend change: every proposal is drawn again), two runs of the *same* system differ
-by chance, and a threshold such as ``path_exact_drop <= 1.0pp`` over 200 rows can fail without any change.  This
-module estimates how often, by Monte Carlo over simulated pairs (base re-run, candidate re-run) of the paired rows
-of a ledger set.
+is a **re-run** (every proposal drawn again), two runs of the *same* system differ by chance, and a threshold such as
+``path_exact_drop <= 1.0pp`` over 200 rows can fail without any change.  This module estimates how often, by Monte
+Carlo over simulated pairs (base re-run, candidate re-run) of the paired rows of a ledger set.
 
-**The re-run model** (:class:`ReRunModel`) says what a re-run of one row may produce — a *pool* of outcomes
-(path exact, strict exact, object correct, dispatched) the row's re-run draws from, uniformly with replacement:
-
-* ``stratum`` — resampling the paired rows: the observed rows of the same task with the same gold final path.
-  This is what a single run without repeats supports.  Every row of a stratum is then equally likely to be right,
-  which maximises the per-row variance for the stratum's accuracy (``p(1 - p)`` is concave), so its false-alarm
-  rates are an upper-side estimate for a backend whose errors stick to particular cases.
-* ``repeats`` — the same case's own repeats (``repeat_id``), when the ledger holds at least two per case: the
-  case's observed re-run variability (τ-bench's pass^k reads the same repeats).
-* ``simulated`` — seeded simulated re-runs: for a RouteBR task whose backend has a ``sim:<profile>`` error model
-  (a kit run on ``sim:...``, or a published SELECT/CONFIRM RouteBR task whose backend the simulator was calibrated
-  on), ``reruns`` runs of that simulator (seeds ``seed, seed + 1, …``) through the controller.  A simulation, not
-  model evidence; a task without a profile falls back to ``stratum`` and the result says so.
+**The re-run model** (:class:`~routebr_kit.review.rerun.ReRunModel`: ``stratum``, ``repeats`` or ``simulated``)
+gives each paired row a pool of outcomes its re-run draws from (:mod:`routebr_kit.review.rerun`).
 
 **No change (A/A)**: base and candidate are two independent draws of every row.  **A declared effect of δ pp**: the
-candidate's draw then loses each right answer with probability ``q = δ / (100 · p̄)`` (``p̄`` the expected path-exact
-rate of the design), so its expected path-exact rate drops by exactly δ over all rows; a lost answer becomes a
-wrong path on the same side of the dispatch boundary (a misroute, not a new false dispatch or block), so criteria on
-dispatches measure their false-alarm rate again under it.
+candidate loses each right answer with probability ``q = δ / (100 · p̄)`` (``p̄`` the design's expected path-exact
+rate), so its expected path-exact rate drops by exactly δ; a lost answer becomes a wrong path on the same side of
+the dispatch boundary (a misroute, not a new false dispatch or block).
 
-**Sample size**: for ``n`` rows the paired rows are resampled with replacement by cluster (a FLIP pair, or one
-row), ``round(n / mean cluster size)`` clusters per simulation; the recommended ``n`` is the smallest point of one fixed
-grid (:data:`GRID`, ``50 · 2^(i/8)`` up to :data:`MAX_N`: the doubling points, then the points of the bracket
-below the first doubling point that qualifies) at which the criterion's estimated power reaches 80% *and* its
-A/A false-alarm rate is at most 5% (a count threshold such as ``new_false_dispatch <= 0`` alarms more often as
-``n`` grows, and may never qualify).  The search is **stable**: every grid point reads the same ``search_sims``
-simulations (default ``min(sims, 500)``) — common random numbers: one draw of :data:`MAX_N`'s clusters per
-simulation, a size reads its prefix, and the effect's lost answers are nested (a larger effect loses a superset)
-— so for a seed the power at every ``n`` cannot fall as the effect grows and the recommended ``n`` cannot fall as
-the effect shrinks (tested for every seed).  It is also reported **with its Monte-Carlo range**: the same rule
-read at the favourable and the unfavourable end of the Wilson intervals of power and A/A, so a criterion whose
-A/A rate sits near 5% shows a wide range (or ``> MAX_N`` at the conservative end) instead of a point that jumps
-with the seed.
+**Sample size**: for ``n`` rows the clusters (a FLIP pair, or one row) are resampled with replacement,
+``round(n / mean cluster size)`` per simulation; the recommended ``n`` is the smallest point of one fixed grid
+(:data:`GRID`, ``50 · 2^(i/8)`` up to :data:`MAX_N`: the doubling points, then the bracket below the first doubling
+point that qualifies) at which power reaches 80% *and* the A/A rate is at most 5% (a count threshold such as
+``new_false_dispatch <= 0`` alarms more often as ``n`` grows, and may never qualify).  The search is **stable**: every
+grid point reads the same ``search_sims`` simulations (common random numbers: one draw of :data:`MAX_N`'s clusters,
+a size reads its prefix, and a larger effect loses a superset of answers), so for a seed the power cannot fall as
+the effect grows and the recommended ``n`` cannot fall as the effect shrinks (tested for every seed).  It is
+reported **with its Monte-Carlo range**: the same rule read at either end of the Wilson intervals of power and A/A.
 
-Every rate is a count of simulations out of ``sims`` with its Wilson 95% interval (the Monte-Carlo error).  The
-metrics are the diff's (:meth:`routebr_kit.review.diff.DiffReport.metrics`), recomputed on outcome arrays
-(:func:`outcome_metrics`, tested equal to the diff on real ledgers); criteria on trace-level changes (``changed``,
-``trace_only``, ``other_path_change``), on live re-runs or on the release itself (``widening``) are not functions
-of re-run outcomes and are reported as not calibrated.  Deterministic for a seed: every draw comes from
+Every rate is a count of simulations with its Wilson 95% interval.  The metrics are the diff's
+(:meth:`routebr_kit.review.diff.DiffReport.metrics`), recomputed on outcome arrays (:func:`outcome_metrics`, tested
+equal to the diff on real ledgers); criteria on trace-level changes, live re-runs or the release itself
+(:data:`UNCALIBRATED`) are reported as not calibrated.  Deterministic for a seed: every draw comes from
 ``numpy.random.default_rng(SeedSequence([seed, purpose, n]))``.
 """
 
 from __future__ import annotations
 
-import enum
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
 from ..core.errors import DataError, ErrorCode
-from ..core.records import System
 from ..evaluation.paired import drop_lcb
 from ..evaluation.stats import wilson
 from ..store.cases import Split
-from ..store.ledger import PredictionRow
 from .gate import OPERATORS, Criterion, Gate
-from .ledgers import LedgerSet, LedgerTask
+from .ledgers import LedgerSet
+from .rerun import (
+    SPLITS,
+    Design,
+    ReRunModel,
+    build_design,
+    merge_repeats,
+    parse_models,
+    select_tasks,
+    simulator_profile,
+)
 
-SPLITS = tuple(s.value for s in Split)
 #: Criteria that are not a function of re-run outcomes (their A/A false-alarm rate is not estimated).  The forbidden-
 #: dispatch counts depend on *which* action and object a re-drawn row dispatches and on its state, which the re-run
 #: models (correctness, FD and FB per row) do not draw.
@@ -80,27 +69,6 @@ ALPHA = 0.05
 MAX_N = 12_800
 _PURPOSE = {"aa": 1, "effect": 2, "search": 3}
 _CHUNK_ELEMENTS = 2_000_000
-
-
-class ReRunModel(str, enum.Enum):
-    STRATUM = "stratum"
-    REPEATS = "repeats"
-    SIMULATED = "simulated"
-
-
-def parse_models(value: str) -> tuple[ReRunModel, ...]:
-    """``"stratum,simulated"`` → the models, in order, each once."""
-    out: list[ReRunModel] = []
-    for part in (p.strip() for p in value.split(",")):
-        try:
-            model = ReRunModel(part)
-        except ValueError:
-            raise DataError(ErrorCode.UNKNOWN_ENUM, "re-run models among " + ", ".join(m.value for m in ReRunModel),
-                            got=part, field="model") from None
-        if model in out:
-            raise DataError(ErrorCode.DUPLICATE_ID, "each re-run model once", got=value, field="model")
-        out.append(model)
-    return tuple(out)
 
 
 def parse_effect(value: str) -> float:
@@ -117,153 +85,6 @@ def parse_effect(value: str) -> float:
     return effect
 
 
-# --------------------------------------------------------------------------------------------- the design
-
-
-@dataclass(frozen=True)
-class Design:
-    """The paired rows of a ledger set, grouped in clusters of at most two rows (a FLIP pair, or one row), and for
-    every row the pool its re-run draws from (``start``, ``size`` into the ``pool_*`` arrays)."""
-
-    clusters: np.ndarray  # (C, 2) row indices, -1 padding
-    is_pair: np.ndarray  # (C,) the cluster is a complete FLIP pair (scored as a pair)
-    split: np.ndarray  # (N,) index into SPLITS
-    gold_bounded: np.ndarray  # (N,)
-    start: np.ndarray  # (N,)
-    size: np.ndarray  # (N,)
-    pool_exact: np.ndarray
-    pool_strict: np.ndarray
-    pool_object: np.ndarray
-    pool_dispatched: np.ndarray
-    models: Mapping[str, str] = field(default_factory=dict)  # task -> the model its pools came from
-
-    @property
-    def rows(self) -> int:
-        return int(self.split.shape[0])
-
-    @property
-    def expected_exact(self) -> float:
-        """``p̄``: the expected path-exact rate of one re-run of every row."""
-        sums = np.add.reduceat(self.pool_exact.astype(float), self.start) if self.rows else np.zeros(0)
-        return float(np.mean(sums / self.size)) if self.rows else float("nan")
-
-
-def _outcome(row: PredictionRow, task: LedgerTask) -> tuple[bool, bool, bool, bool]:
-    gold = task.cases[row.case_id].gold
-    return (row.pred_final_path == gold.final_path, row.strict_path == gold.strict_path,
-            row.pred_object_id == gold.object_id, not row.pred_final_path.startswith("T_"))
-
-
-def simulator_profile(task: LedgerTask, ledgers: LedgerSet) -> str | None:
-    """The ``sim:<profile>`` error model of a RouteBR task's backend, or ``None``."""
-    from ..backends.profiles import PROFILE_LABELS
-
-    if task.system is not System.ROUTEBR:
-        return None
-    backend = task.manifest.get("backend")
-    name = backend.get("name") if isinstance(backend, Mapping) else backend
-    if isinstance(name, str) and name.startswith("sim:") and name[4:] in PROFILE_LABELS:
-        return name[4:]
-    if ledgers.kind == "artifact":
-        parts = task.key.split("/")
-        if parts[0] == "select" and len(parts) > 1 and parts[1] in PROFILE_LABELS:
-            return parts[1]
-        if parts[0] == "confirm":
-            return "deepseek_v4_primary"  # CONFIRM ran on the primary backend (DeepSeek V4 Pro)
-    return None
-
-
-def build_design(ledgers: LedgerSet, model: ReRunModel | None, *, reruns: int = 20, seed: int = 0) -> Design:
-    """Rows, clusters and re-run pools of every task of ``ledgers`` under ``model`` (``None``: each row's pool is
-    the row itself, so a draw reproduces the ledger — :func:`observed_draws`).  Rows are taken in
-    ``(task, case_id, repeat_id)`` order."""
-    if model is ReRunModel.SIMULATED and reruns < 2:
-        raise DataError(ErrorCode.INVALID_VALUE, "at least 2 simulated re-runs", got=reruns, field="reruns")
-    split_codes, bounded, starts, sizes = [], [], [], []
-    pool: list[tuple[bool, bool, bool, bool]] = []
-    clusters: list[list[int]] = []
-    is_pair: list[bool] = []
-    models: dict[str, str] = {}
-    for key in sorted(ledgers.tasks):
-        task = ledgers.tasks[key]
-        rows = sorted(task.rows, key=lambda r: (r.case_id, r.repeat_id))
-        outcomes = [_outcome(r, task) for r in rows]
-        pools: list[list[tuple[bool, bool, bool, bool]]]
-        chosen = model
-        profile = simulator_profile(task, ledgers) if model is ReRunModel.SIMULATED else None
-        if model is ReRunModel.SIMULATED and profile is None:
-            chosen = ReRunModel.STRATUM
-            models[key] = f"stratum (no simulator profile for {task.system.value} here)"
-        if chosen is None:
-            pools = [[o] for o in outcomes]
-            models[key] = "observed"
-        elif chosen is ReRunModel.STRATUM:
-            by_gold: dict[str, list[tuple[bool, bool, bool, bool]]] = {}
-            for r, o in zip(rows, outcomes):
-                by_gold.setdefault(task.cases[r.case_id].gold.final_path, []).append(o)
-            pools = [by_gold[task.cases[r.case_id].gold.final_path] for r in rows]
-            models.setdefault(key, "stratum")
-        elif chosen is ReRunModel.REPEATS:
-            by_case: dict[str, list[tuple[bool, bool, bool, bool]]] = {}
-            for r, o in zip(rows, outcomes):
-                by_case.setdefault(r.case_id, []).append(o)
-            fewest = min(len(v) for v in by_case.values())
-            if fewest < 2:
-                raise DataError(ErrorCode.INVALID_VALUE, "at least two repeats (repeat_id) of every case for the "
-                                "'repeats' re-run model", file=str(task.path), field="repeat_id",
-                                got=f"{fewest} repeat(s) of some case")
-            pools = [by_case[r.case_id] for r in rows]
-            models[key] = f"repeats ({fewest}+ per case)"
-        else:
-            assert profile is not None
-            pools = _simulated_pools(task, ledgers, profile, rows, reruns, seed)
-            models[key] = f"simulated (sim:{profile}, {reruns} re-runs, seeds {seed}..{seed + reruns - 1})"
-        base = len(split_codes)
-        pair_members: dict[tuple[str, str], list[int]] = {}
-        for i, (r, p) in enumerate(zip(rows, pools)):
-            case = task.cases[r.case_id]
-            split_codes.append(SPLITS.index(case.split.value))
-            bounded.append(case.gold.final_path.startswith("T_"))
-            starts.append(len(pool))
-            sizes.append(len(p))
-            pool.extend(p)
-            if case.split is Split.FLIP and case.pair_id:
-                pair_members.setdefault((r.repeat_id, case.pair_id), []).append(base + i)
-            else:
-                clusters.append([base + i, -1])
-                is_pair.append(False)
-        for members in pair_members.values():
-            if len(members) == 2:
-                clusters.append(members)
-                is_pair.append(True)
-            else:
-                for m in members:  # an incomplete pair: scored row by row, never as a pair
-                    clusters.append([m, -1])
-                    is_pair.append(False)
-    if not split_codes:
-        raise DataError(ErrorCode.EMPTY_VALUE, "at least one paired row", file=str(ledgers.root))
-    flags = np.array(pool, dtype=bool).reshape(-1, 4)
-    return Design(np.array(clusters, dtype=np.int64), np.array(is_pair, dtype=bool), np.array(split_codes),
-                  np.array(bounded, dtype=bool), np.array(starts, dtype=np.int64), np.array(sizes, dtype=np.int64),
-                  flags[:, 0].copy(), flags[:, 1].copy(), flags[:, 2].copy(), flags[:, 3].copy(), models)
-
-
-def _simulated_pools(task: LedgerTask, ledgers: LedgerSet, profile: str, rows: Sequence[PredictionRow],
-                     reruns: int, seed: int) -> list[list[tuple[bool, bool, bool, bool]]]:
-    from ..experiments.screening import simulated_rows
-    from ..store.assets import assets_beside
-
-    assets = ledgers.assets if ledgers.assets is not None else assets_beside(task.cases_path)
-    ids = list(dict.fromkeys(r.case_id for r in rows))
-    cases = [task.cases[i] for i in ids]
-    by_case: dict[str, list[tuple[bool, bool, bool, bool]]] = {i: [] for i in ids}
-    for j in range(reruns):
-        for sim_row in simulated_rows(profile, cases, assets, seed=seed + j):
-            by_case[sim_row.case_id].append(_outcome(sim_row, task))
-    return [by_case[r.case_id] for r in rows]
-
-
-# --------------------------------------------------------------------------------------------- metrics
 
 
 @dataclass(frozen=True)
@@ -295,25 +116,16 @@ def outcome_metrics(draws: Draws, split: str | None, metric: str) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(n > 0, 100.0 * (total(b[name]) - total(c[name])) / np.maximum(n, 1), 0.0)
 
-    if metric == "path_exact_drop":
-        return drop("exact")
-    if metric == "strict_exact_drop":
-        return drop("strict")
-    if metric == "object_accuracy_drop":
-        return drop("object")
-    gb = draws.gold_bounded
-    if metric == "new_false_dispatch":
-        return total(gb & c["dispatched"] & ~b["dispatched"]).astype(float)
-    if metric == "new_false_block":
-        return total(~gb & ~c["dispatched"] & b["dispatched"]).astype(float)
-    if metric == "fixed":
-        return total(~b["exact"] & c["exact"]).astype(float)
-    if metric == "new_errors":
-        return total(b["exact"] & ~c["exact"]).astype(float)
-    if metric == "false_dispatch_increase":
-        return (total(gb & c["dispatched"]) - total(gb & b["dispatched"])).astype(float)
-    if metric == "false_block_increase":
-        return (total(~gb & ~c["dispatched"]) - total(~gb & ~b["dispatched"])).astype(float)
+    drops = {"path_exact_drop": "exact", "strict_exact_drop": "strict", "object_accuracy_drop": "object"}
+    if metric in drops:
+        return drop(drops[metric])
+    gb, bd, cd = draws.gold_bounded, b["dispatched"], c["dispatched"]
+    counts = {"new_false_dispatch": lambda: total(gb & cd & ~bd), "new_false_block": lambda: total(~gb & ~cd & bd),
+              "fixed": lambda: total(~b["exact"] & c["exact"]), "new_errors": lambda: total(b["exact"] & ~c["exact"]),
+              "false_dispatch_increase": lambda: total(gb & cd) - total(gb & bd),
+              "false_block_increase": lambda: total(~gb & ~cd) - total(~gb & ~bd)}
+    if metric in counts:
+        return counts[metric]().astype(float)
     if metric == "flip_pairs_drop":
         if split not in (None, Split.FLIP.value):
             return np.zeros(mask.shape[0])
@@ -340,10 +152,8 @@ def _draw(design: Design, rng: np.random.Generator, sims: int, clusters: np.ndar
           effect_q: float, candidate: Design | None = None) -> Draws:
     """``clusters``: (sims, k) chosen cluster indices (``None``: every cluster once, the fixed design);
     ``candidate``: the design the candidate side draws from (default ``design``; same rows and clusters)."""
-    if clusters is None:
-        chosen = np.broadcast_to(np.arange(design.clusters.shape[0]), (sims, design.clusters.shape[0]))
-    else:
-        chosen = clusters
+    every = design.clusters.shape[0]
+    chosen = np.broadcast_to(np.arange(every), (sims, every)) if clusters is None else clusters
     rows = design.clusters[chosen].reshape(sims, -1)  # (sims, 2k)
     valid = rows >= 0
     safe = np.where(valid, rows, 0)
@@ -380,10 +190,10 @@ def _pairs_ok(side: Mapping[str, np.ndarray], valid: np.ndarray, pair_split: np.
 def _prefix(draws: Draws, k: int) -> Draws:
     """The first ``k`` clusters of every simulation of a resampled batch (a design of ``k`` clusters: a prefix of
     i.i.d. cluster draws is itself a sample of ``k`` i.i.d. clusters)."""
-    rows = slice(0, 2 * k)
-    return Draws(draws.valid[:, rows], draws.split[:, rows], draws.gold_bounded[:, rows],
-                 {m: v[:, rows] for m, v in draws.base.items()}, {m: v[:, rows] for m, v in draws.cand.items()},
-                 draws.pair_split[:, :k], draws.pair_base[:, :k], draws.pair_cand[:, :k])
+    def cut(value: Any, width: int) -> Any:
+        return {m: v[:, :width] for m, v in value.items()} if isinstance(value, Mapping) else value[:, :width]
+
+    return Draws(*(cut(getattr(draws, f.name), k if f.name.startswith("pair_") else 2 * k) for f in fields(draws)))
 
 
 def observed_draws(base: LedgerSet, candidate: LedgerSet) -> Draws:
@@ -395,8 +205,6 @@ def observed_draws(base: LedgerSet, candidate: LedgerSet) -> Draws:
     b, c = build_design(base, None), build_design(candidate, None)
     return _draw(b, np.random.default_rng(0), 1, None, 0.0, candidate=c)
 
-
-# --------------------------------------------------------------------------------------------- estimates
 
 
 @dataclass(frozen=True, slots=True)
@@ -440,19 +248,11 @@ def _clusters_for(design: Design, n: int) -> int:
     return max(1, round(n / mean_cluster))
 
 
-def _failures(draws: Draws, criteria: Sequence[Criterion]) -> tuple[dict[str, int], int]:
-    """How many simulations of ``draws`` fail each criterion (by its text), and the whole gate (any of them)."""
-    failed_any = np.zeros(draws.valid.shape[0], dtype=bool)
-    counts = {}
-    for c in criteria:
-        failed = ~OPERATORS[c.op](outcome_metrics(draws, c.split, c.metric), c.threshold)
-        counts[str(c)] = int(failed.sum())
-        failed_any |= failed
-    return counts, int(failed_any.sum())
-
-
-def _add(total: tuple[dict[str, int], int], more: tuple[dict[str, int], int]) -> tuple[dict[str, int], int]:
-    return {k: v + more[0][k] for k, v in total[0].items()}, total[1] + more[1]
+def _failures(draws: Draws, criteria: Sequence[Criterion]) -> dict[str | None, int]:
+    """How many simulations of ``draws`` fail each criterion (by its text), and the whole gate (``None``: any)."""
+    failed = {str(c): ~OPERATORS[c.op](outcome_metrics(draws, c.split, c.metric), c.threshold) for c in criteria}
+    return {**{k: int(v.sum()) for k, v in failed.items()},
+            None: int(np.logical_or.reduce([*failed.values(), np.zeros(draws.valid.shape[0], dtype=bool)]).sum())}
 
 
 def alarm_counts(design: Design, gate: Gate, *, sims: int, seed: int, effect_pp: float = 0.0, n: int | None = None,
@@ -464,15 +264,18 @@ def alarm_counts(design: Design, gate: Gate, *, sims: int, seed: int, effect_pp:
     criteria = [c for c in gate.criteria if c.metric not in UNCALIBRATED]
     k = design.clusters.shape[0] if n is None else _clusters_for(design, n)
     q = _effect_q(design, effect_pp)
-    per_chunk = max(1, _CHUNK_ELEMENTS // (2 * k))
-    total: tuple[dict[str, int], int] = ({str(c): 0 for c in criteria}, 0)
-    done = 0
-    while done < sims:
-        m = min(per_chunk, sims - done)
+    total: Counter[str | None] = Counter(dict.fromkeys([*map(str, criteria), None], 0))
+    for m in _chunks(sims, k):
         chosen = None if n is None else rng.integers(0, design.clusters.shape[0], size=(m, k))
-        total = _add(total, _failures(_draw(design, rng, m, chosen, q), criteria))
-        done += m
-    return total
+        total.update(_failures(_draw(design, rng, m, chosen, q), criteria))
+    whole = total.pop(None)
+    return dict(total), whole
+
+
+def _chunks(sims: int, k: int) -> list[int]:
+    """``sims`` simulations of ``k`` clusters each, in batches of about :data:`_CHUNK_ELEMENTS` drawn rows."""
+    per_chunk = max(1, _CHUNK_ELEMENTS // (2 * k))
+    return [min(per_chunk, sims - done) for done in range(0, sims, per_chunk)]
 
 
 #: The sample sizes the search evaluates: ``50 · 2^(i/8)`` rows (steps of about 9%) up to :data:`MAX_N` — one grid
@@ -505,23 +308,19 @@ def search_points(design: Design, gate: Gate, *, sims: int, seed: int, effect_pp
     ks = {n: _clusters_for(design, n) for n in grid}
     k_max = max(ks.values())
     rng = np.random.default_rng(np.random.SeedSequence([seed, _PURPOSE["search"]]))
-    per_chunk = max(1, _CHUNK_ELEMENTS // (2 * k_max))
-    empty: tuple[dict[str, int], int] = ({str(c): 0 for c in criteria}, 0)
-    aa, power = dict.fromkeys(grid, empty), dict.fromkeys(grid, empty)
-    done = 0
-    while done < sims:
-        m = min(per_chunk, sims - done)
+    names = [*map(str, criteria), None]
+    aa = {n: Counter(dict.fromkeys(names, 0)) for n in grid}
+    power = {n: Counter(dict.fromkeys(names, 0)) for n in grid}
+    for m in _chunks(sims, k_max):
         full = _draw(design, rng, m, rng.integers(0, design.clusters.shape[0], size=(m, k_max)), 0.0)
         uniforms = rng.random(full.valid.shape)
         for n, k in ks.items():
             drawn = _prefix(full, k)
             cand = _lose(drawn.cand, uniforms[:, :2 * k] < q)
-            planted = replace(drawn, cand=cand, pair_cand=_pairs_ok(cand, drawn.valid, drawn.pair_split))
-            aa[n] = _add(aa[n], _failures(drawn, criteria))
-            power[n] = _add(power[n], _failures(planted, criteria))
-        done += m
-    return tuple(SearchPoint(n, sims, {**power[n][0], None: power[n][1]}, {**aa[n][0], None: aa[n][1]})
-                 for n in grid)
+            aa[n].update(_failures(drawn, criteria))
+            power[n].update(_failures(replace(drawn, cand=cand, pair_cand=_pairs_ok(cand, drawn.valid,
+                                                                                    drawn.pair_split)), criteria))
+    return tuple(SearchPoint(n, sims, dict(power[n]), dict(aa[n])) for n in grid)
 
 
 def _qualifies(point: SearchPoint, name: str | None, bound: str) -> bool:
@@ -531,10 +330,9 @@ def _qualifies(point: SearchPoint, name: str | None, bound: str) -> bool:
     hits, alarms = point.power[name], point.aa[name]
     if bound == "rate":
         return hits >= TARGET_POWER * point.sims and alarms <= ALPHA * point.sims
-    power, aa = wilson(hits, point.sims).as_tuple(), wilson(alarms, point.sims).as_tuple()
-    if bound == "optimistic":
-        return power[1] >= TARGET_POWER and aa[0] <= ALPHA
-    return power[0] >= TARGET_POWER and aa[1] <= ALPHA
+    end = 1 if bound == "optimistic" else 0
+    return wilson(hits, point.sims).as_tuple()[end] >= TARGET_POWER and \
+        wilson(alarms, point.sims).as_tuple()[1 - end] <= ALPHA
 
 
 BOUNDS = ("rate", "optimistic", "conservative")
@@ -563,13 +361,8 @@ def _search(design: Design, gate: Gate, *, sims: int, seed: int, effect_pp: floa
     wanted = sorted({g for n in first.values() for g in bracket(n)} - set(GRID[::8]))
     fine = {p.n: p for p in (search_points(design, gate, sims=sims, seed=seed, effect_pp=effect_pp, grid=wanted)
                              if wanted else ())}
-    out = {}
-    for name in names:
-        ends = []
-        for bound in BOUNDS:
-            c = first[(name, bound)]
-            ends.append(next((g for g in bracket(c) if _qualifies(fine[g], name, bound)), c))
-        out[name] = tuple(ends)
+    out = {name: tuple(next((g for g in bracket(first[(name, bound)]) if _qualifies(fine[g], name, bound)),
+                            first[(name, bound)]) for bound in BOUNDS) for name in names}
     return out, tuple(sorted((*coarse, *fine.values()), key=lambda p: p.n))  # type: ignore[return-value]
 
 
@@ -622,15 +415,14 @@ class Calibration:
         return {c.criterion: c for c in self.criteria}
 
     def table(self) -> list[dict[str, Any]]:
-        out = []
-        for c in (*self.criteria, CriterionCalibration("whole gate", self.gate_false_alarm, self.gate_power,
-                                                       self.gate_recommended_n, self.gate_n_range)):
-            out.append({"criterion": c.criterion,
-                        "A/A false alarm": c.false_alarm.text() if c.false_alarm else "not calibrated",
-                        f"power ({self.effect_pp:g}pp drop)": c.power.text() if c.power else "–",
-                        f"n for {100 * TARGET_POWER:.0f}% power, A/A <= {100 * ALPHA:.0f}% [MC range]": (
-                            "–" if self.effect_pp <= 0 or not c.false_alarm else c.n_text(bool(self.search_sims)))})
-        return out
+        whole = CriterionCalibration("whole gate", self.gate_false_alarm, self.gate_power, self.gate_recommended_n,
+                                     self.gate_n_range)
+        return [{"criterion": c.criterion,
+                 "A/A false alarm": c.false_alarm.text() if c.false_alarm else "not calibrated",
+                 f"power ({self.effect_pp:g}pp drop)": c.power.text() if c.power else "–",
+                 f"n for {100 * TARGET_POWER:.0f}% power, A/A <= {100 * ALPHA:.0f}% [MC range]": (
+                     "–" if self.effect_pp <= 0 or not c.false_alarm else c.n_text(bool(self.search_sims)))}
+                for c in (*self.criteria, whole)]
 
     def as_dict(self) -> dict[str, Any]:
         return {"gate": self.gate, "model": self.model.value, "rows": self.rows, "expected_exact": self.expected_exact,
@@ -643,17 +435,6 @@ class Calibration:
                 "max_n": MAX_N, "models": dict(self.models)}
 
 
-def _recommend(design: Design, gate: Gate, *, sims: int, seed: int, effect_pp: float, names: Sequence[str]
-               ) -> tuple[dict[str, tuple[int | None, int | None, int | None]], tuple[int | None, int | None,
-                          int | None], list[tuple[int, float, float]]]:
-    """:func:`_search` for every criterion and the whole gate, and the whole gate's power curve ``(n, power, A/A)``
-    on the points evaluated."""
-    found, points = _search(design, gate, sims=sims, seed=seed, effect_pp=effect_pp, names=[*names, None])
-    curve = [(p.n, p.power[None] / sims, p.aa[None] / sims) for p in points]
-    whole = found.pop(None)
-    return found, whole, curve  # type: ignore[return-value]
-
-
 def calibrate(ledgers: LedgerSet, gate: Gate, *, model: ReRunModel = ReRunModel.STRATUM, sims: int = 2000,
               seed: int = 0, effect_pp: float = 0.0, reruns: int = 20, search_sims: int | None = None,
               design: Design | None = None, recommend: bool = True) -> Calibration:
@@ -662,28 +443,22 @@ def calibrate(ledgers: LedgerSet, gate: Gate, *, model: ReRunModel = ReRunModel.
     design = design if design is not None else build_design(ledgers, model, reruns=reruns, seed=seed)
     aa, aa_gate = alarm_counts(design, gate, sims=sims, seed=seed)
     names = [str(c) for c in gate.criteria if c.metric not in UNCALIBRATED]
-    power: dict[str, int] = {}
-    power_gate = None
-    recommended: dict[str, tuple[int | None, int | None, int | None]] = {}
-    whole_n: tuple[int | None, int | None, int | None] = (None, None, None)
+    power, power_gate = {}, None
+    found: dict[str | None, tuple[int | None, int | None, int | None]] = {}
     curve: list[tuple[int, float, float]] = []
     search = 0 if not recommend else search_sims if search_sims is not None else min(sims, 500)
     if effect_pp > 0:
         power, power_gate = alarm_counts(design, gate, sims=sims, seed=seed, effect_pp=effect_pp, purpose="effect")
         if recommend:
-            recommended, whole_n, curve = _recommend(design, gate, sims=search, seed=seed, effect_pp=effect_pp,
-                                                     names=names)
-    results = []
-    for c in gate.criteria:
-        name = str(c)
-        if c.metric in UNCALIBRATED:
-            results.append(CriterionCalibration(name, None, None, None))
-            continue
-        n, optimistic, conservative = recommended.get(name, (None, None, None))
-        results.append(CriterionCalibration(name, Rate(aa[name], sims),
-                                            Rate(power[name], sims) if effect_pp > 0 else None,
-                                            n, (optimistic, conservative)))
-    return Calibration(str(gate), model, design.rows, design.expected_exact, sims, seed, effect_pp, tuple(results),
+            found, points = _search(design, gate, sims=search, seed=seed, effect_pp=effect_pp, names=[*names, None])
+            curve = [(p.n, p.power[None] / search, p.aa[None] / search) for p in points]
+    whole_n = found.pop(None, (None, None, None))
+    results = tuple(CriterionCalibration(str(c), None, None, None) if c.metric in UNCALIBRATED else
+                    CriterionCalibration(str(c), Rate(aa[str(c)], sims),
+                                         Rate(power[str(c)], sims) if effect_pp > 0 else None,
+                                         found.get(str(c), (None,) * 3)[0], found.get(str(c), (None,) * 3)[1:])
+                    for c in gate.criteria)
+    return Calibration(str(gate), model, design.rows, design.expected_exact, sims, seed, effect_pp, results,
                        Rate(aa_gate, sims), Rate(power_gate, sims) if power_gate is not None else None, whole_n[0],
                        search, tuple(curve), dict(design.models), whole_n[1:])
 
@@ -701,41 +476,3 @@ __all__ = ["ALPHA", "GRID", "MAX_N", "SPLITS", "TARGET_POWER", "UNCALIBRATED", "
            "Design", "Draws", "Rate", "ReRunModel", "SearchPoint", "alarm_counts", "build_design", "calibrate",
            "criterion_note", "merge_repeats", "observed_draws", "outcome_metrics", "parse_effect", "parse_models",
            "recommend_n", "search_points", "select_tasks", "simulator_profile"]
-
-
-def select_tasks(ledgers: LedgerSet, prefixes: Sequence[str]) -> LedgerSet:
-    """The tasks of ``ledgers`` whose key starts with one of ``prefixes`` (every task when there is none)."""
-    if not prefixes:
-        return ledgers
-    chosen = {k: t for k, t in ledgers.tasks.items() if any(k == p or k.startswith(p.rstrip("/") + "/")
-                                                            or k.startswith(p) for p in prefixes)}
-    if not chosen:
-        raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a task prefix of the ledgers (" + ", ".join(sorted(ledgers.tasks))
-                        + ")", got=list(prefixes), field="task")
-    return LedgerSet(ledgers.root, ledgers.kind, chosen, ledgers.assets, ledgers.manifest)
-
-
-def merge_repeats(ledgers: LedgerSet) -> LedgerSet:
-    """Tasks ``…/repeat-<i>`` (the folders of ``run --repeats N``) of one system merged into one task per parent
-    folder, so the ``repeats`` re-run model sees every repeat of a case together."""
-    import re
-
-    groups: dict[str, list[LedgerTask]] = {}
-    for key in sorted(ledgers.tasks):
-        parent = re.sub(r"(^|/)repeat-\d+$", "", key) or "."
-        groups.setdefault(parent, []).append(ledgers.tasks[key])
-    if all(len(g) == 1 for g in groups.values()):
-        return ledgers
-    tasks = {}
-    for parent, members in groups.items():
-        first = members[0]
-        if len(members) == 1:
-            tasks[first.key] = first
-            continue
-        if len({t.system for t in members}) != 1:
-            raise DataError(ErrorCode.INVALID_VALUE, "repeat folders of one system", field="system",
-                            got=sorted(t.system.value for t in members), file=str(first.path.parent))
-        rows = tuple(r for t in members for r in t.rows)
-        tasks[parent] = LedgerTask(parent, first.system, rows, first.cases, first.path.parent, (), first.manifest, {},
-                                   first.cases_path)
-    return LedgerSet(ledgers.root, ledgers.kind, tasks, ledgers.assets, ledgers.manifest)

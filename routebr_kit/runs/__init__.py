@@ -9,26 +9,12 @@ from __future__ import annotations
 from .. import lazy_exports
 
 #: Every public name → the module of this package that defines it.
-_EXPORTS: dict[str, str] = {
-    "Leak": "leakage",
-    "gold_leaks": "leakage",
-    "gold_only_values": "leakage",
-    "leak_summary": "leakage",
-    "receipt_leaks": "leakage",
-    "Replayed": "replay",
-    "replay_rows": "replay",
-    "RESUME_KEYS": "runner",
-    "RateLimiter": "runner",
-    "RunResult": "runner",
-    "SYSTEM_NAMES": "runner",
-    "aderive_interventions": "runner",
-    "arun_cases": "runner",
-    "derive_interventions": "runner",
-    "describe_backend": "runner",
-    "parse_system": "runner",
-    "rate_limited": "runner",
-    "run_cases": "runner",
-}
+_EXPORTS: dict[str, str] = {name: module for module, names in {
+    "leakage": "Leak gold_leaks gold_only_values leak_summary receipt_leaks",
+    "replay": "Replayed replay_rows",
+    "runner": "RESUME_KEYS RateLimiter RunResult SYSTEM_NAMES aderive_interventions arun_cases derive_interventions "
+              "describe_backend parse_system rate_limited run_cases",
+}.items() for name in names.split()}
 __all__ = sorted(_EXPORTS)
 
 

@@ -76,9 +76,6 @@ def parse_system(name: System | str) -> System:
                         field="system") from None
 
 
-# --------------------------------------------------------------------------------------------- rate limit
-
-
 class RateLimiter:
     """Spaces request starts ``60/rpm`` seconds apart (no bursts).  One per run; safe for concurrent callers."""
 
@@ -114,9 +111,6 @@ class _RateLimited:
 def rate_limited(backend: Backend, limiter: RateLimiter) -> Backend:
     limit = getattr(backend, "with_rate_limiter", None)
     return limit(limiter) if callable(limit) else _RateLimited(backend, limiter)
-
-
-# --------------------------------------------------------------------------------------------- results
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,9 +186,6 @@ def redact_reply(reply: ModelReply, redactor: Redactor) -> ModelReply:
     if (content, failure, model) == (reply.content, reply.failure, reply.model):
         return reply
     return dataclasses.replace(reply, content=content, failure=failure, model=model)
-
-
-# --------------------------------------------------------------------------------------------- entry points
 
 
 async def arun_cases(cases: Sequence[Case], backend: Backend, *, system: System | str, assets: Assets,
@@ -309,9 +300,6 @@ def derive_interventions(source_dir: str | Path, cases: Sequence[Case] | Mapping
                          out_dir: str | Path, **kwargs: Any) -> RunResult:
     """Synchronous :func:`aderive_interventions`."""
     return run_sync(aderive_interventions(source_dir, cases, assets, out_dir, **kwargs))
-
-
-# --------------------------------------------------------------------------------------------- the engine
 
 
 async def _run(cases: Sequence[Case], one: Callable[[Case], Awaitable[tuple[dict[str, Any], PredictionRow, Any]]],
@@ -460,9 +448,6 @@ def _case_view(case: Case) -> dict[str, Any]:
         "gold": {"action": g.action, "object_difficulty": g.object_difficulty.value, "object_id": g.object_id,
                  "boundary": g.boundary.value, "final_path": g.final_path, "rule_ids": list(g.rule_ids)},
     }
-
-
-# --------------------------------------------------------------------------------------------- receipts
 
 
 def _receipt(case: Case, system: System, repeat_id: str, backend: str, exchanges: Sequence[_Exchange],
