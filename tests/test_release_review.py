@@ -14,7 +14,7 @@ from routebr_kit.cli.main import main
 from routebr_kit.core.errors import DataError, ErrorCode
 from routebr_kit.core.rules import rule
 from routebr_kit.dataset import generate_benchmark, write_benchmark
-from routebr_kit.notebook.review_widget import RuleEditor
+from routebr_kit.notebook.widgets import RuleEditor
 from routebr_kit.review import (
     DEFAULT_GATE,
     AssetFiles,
@@ -123,7 +123,7 @@ def test_a_review_replays_each_side_once(published, r065, monkeypatch):
     once under the base and once under the candidate (not a third time for the shadow), and notebook 10's trace
     helper reads the review's base side instead of replaying it."""
     from routebr_kit.core.controller import Controller, StoredReplies
-    from routebr_kit.notebook.review_widget import trace_pair
+    from routebr_kit.review.shadow import trace_pair
 
     ledgers, base = published
     runs: list[Controller] = []  # replays of recorded replies (through the replay backend)
@@ -177,7 +177,7 @@ def test_the_rule_editor_reviews_through_release_review(published, tmp_path, mon
     ledgers, base = published
     confirm = LedgerSet(ledgers.root, "artifact", {k: t for k, t in ledgers.tasks.items()
                                                    if k.startswith("confirm/routebr/")}, ledgers.assets)
-    import routebr_kit.notebook.review_widget as widget
+    import routebr_kit.notebook.widgets as widget
 
     calls = []
     real = widget.release_review

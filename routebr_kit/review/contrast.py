@@ -1,4 +1,4 @@
-"""Notebook 10's contrast of the paper's gold-based false dispatch with the kit's forbidden dispatch.
+"""The contrast (notebook 10) of the paper's gold-based false dispatch with the kit's forbidden dispatch.
 
 One B2 row is moved to dispatch another action; the base release's own controller (:class:`DispatchGate`, no second
 evaluator) says whether that dispatch is forbidden, and two gates — one on ``new_false_dispatch`` only, the default
@@ -14,14 +14,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from ..core.records import RuntimeState
 from ..evaluation.forbidden import DispatchGate
 from ..evaluation.metrics import score
-from ..review import DEFAULT_GATE, Gate
-from ..review.diff import diff_ledgers
-from ..review.ledgers import LedgerSet, LedgerTask
+from .diff import diff_ledgers
+from .gate import DEFAULT_GATE, Gate
+from .ledgers import LedgerSet, LedgerTask
 
 #: The gate before forbidden dispatch was measured (what the contrast shows passing the edit).
 OLD_GATE = "new_false_dispatch <= 0, path_exact_drop <= 1.0pp, flip_pairs_drop <= 0"
@@ -41,8 +39,11 @@ class ForbiddenContrast:
     metrics: Any
     verdicts: Mapping[str, bool]
 
-    def table(self) -> pd.DataFrame:
-        """exact / gold-based FD / forbidden dispatch of the base task and the candidate (indexed by measure)."""
+    def table(self):
+        """exact / gold-based FD / forbidden dispatch of the base task and the candidate (a DataFrame indexed by
+        measure)."""
+        import pandas as pd
+
         return pd.DataFrame({f"base {self.task.key}": self.counts["base"].values(),
                              "candidate": self.counts["candidate"].values()}, index=list(MEASURES))
 
