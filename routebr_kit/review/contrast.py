@@ -102,5 +102,40 @@ def forbidden_dispatch_contrast(release, ledgers: LedgerSet, case_id: str, actio
                                                                                       ("candidate", cand_s))}
     return ForbiddenContrast(task, cases, case_id, action, check, counts, report.metrics(), verdicts)
 
+#: The facts :func:`contrast_facts` gives notebook 10's ``%%conclusion contrast`` cell (``found`` aside).
+CONTRAST_FACTS = ("case", "gold", "action", "system", "base_exact", "base_exact_n", "candidate_exact",
+                  "candidate_exact_n", "base_false_dispatch", "base_false_dispatch_n", "candidate_false_dispatch",
+                  "candidate_false_dispatch_n", "base_forbidden_dispatch", "base_forbidden_dispatch_n",
+                  "candidate_forbidden_dispatch", "candidate_forbidden_dispatch_n", "fd_same", "terminal", "reason",
+                  "has_rule", "rule", "has_cause", "cause", "changed", "new_false_dispatch", "new_forbidden_dispatch",
+                  "path_exact_drop", "old_gate", "old_gate_passed", "default_gate", "default_gate_passed")
 
-__all__ = ["OLD_GATE", "ForbiddenContrast", "forbidden_dispatch_contrast"]
+
+def contrast_facts(contrast: ForbiddenContrast | None) -> dict[str, Any]:
+    """The numbers and names the contrast's conclusion states, read from ``contrast`` (counts as ``k`` and ``k_n``,
+    verdicts of :data:`OLD_GATE` and :data:`DEFAULT_GATE` as booleans); with no contrast, ``found`` is False and every
+    other fact is None (the template's other branch names none of them)."""
+    if contrast is None:
+        return {"found": False, **dict.fromkeys(CONTRAST_FACTS)}
+    facts: dict[str, Any] = {"found": True, "case": contrast.case_id,
+                             "gold": contrast.cases[contrast.case_id].gold.final_path,
+                             "action": contrast.check.action_id, "system": "B2"}
+    for side in ("base", "candidate"):
+        for key, text in contrast.counts[side].items():
+            k, n = str(text).split("/")
+            facts[f"{side}_{key}"], facts[f"{side}_{key}_n"] = int(k), int(n)
+    check = contrast.check.as_dict()
+    m = contrast.metrics
+    facts |= {"fd_same": contrast.counts["base"]["false_dispatch"] == contrast.counts["candidate"]["false_dispatch"],
+              "terminal": check["controller_terminal"], "reason": check["controller_reason"],
+              "has_rule": bool(check.get("rule_id")), "rule": check.get("rule_id") or "",
+              "has_cause": bool(check.get("cause")), "cause": check.get("cause") or "",
+              "changed": int(m["changed"]), "new_false_dispatch": int(m["new_false_dispatch"]),
+              "new_forbidden_dispatch": int(m["new_forbidden_dispatch"]),
+              "path_exact_drop": round(float(m["path_exact_drop"]), 2),
+              "old_gate": OLD_GATE, "old_gate_passed": bool(contrast.verdicts[OLD_GATE]),
+              "default_gate": DEFAULT_GATE, "default_gate_passed": bool(contrast.verdicts[DEFAULT_GATE])}
+    return facts
+
+
+__all__ = ["CONTRAST_FACTS", "OLD_GATE", "ForbiddenContrast", "contrast_facts", "forbidden_dispatch_contrast"]

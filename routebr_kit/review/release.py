@@ -3,9 +3,9 @@
 Impact, shadow and diff are views of one replay of each side (:class:`~routebr_kit.review.shadow.ReviewReplay`: the
 base release once, the candidate once), whichever of them asks first.
 
-:func:`release_review` is the single implementation of the flow the paper's §III-D describes; the notebook-10 rule
-editor (:class:`routebr_kit.notebook.widgets.RuleEditor`), notebook 10 itself and ``routebr-kit review`` all call it, and
-``routebr-kit impact`` / ``shadow`` / ``diff`` share its loading and rendering helpers (:func:`load_review_source`,
+:func:`release_review` is the single implementation of the flow the paper's §III-D describes; notebook 10's rule
+editor (:class:`routebr_kit.notebook.widgets.RuleEditor`), notebook 10 itself and ``routebr-kit review`` all call it,
+and ``routebr-kit impact`` / ``shadow`` / ``diff`` share its loading and rendering helpers (:func:`load_review_source`,
 :func:`candidate_edit`, :func:`edit_lines`, :func:`impact_lines`, :func:`diff_sentence`)::
 
     from routebr_kit.review import release_review
