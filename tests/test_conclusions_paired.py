@@ -108,13 +108,13 @@ def test_forbidden_contrast_says_which_count_sees_the_change() -> None:
                                            "forbidden_dispatch": "3/200"}},
         metrics={"changed": 1, "new_false_dispatch": 0, "new_forbidden_dispatch": 1, "path_exact_drop": 0.5},
         verdicts={OLD_GATE: True, DEFAULT_GATE: False})
-    facts = contrast_facts(contrast)
+    facts = contrast_facts(contrast) | {"source": "x"}
     assert (facts["candidate_forbidden_dispatch"], facts["candidate_forbidden_dispatch_n"]) == (3, 200)
     text = render_conclusion(_template("10_release_review", "contrast_view"), facts)
     assert "it does not see the change" in text and "**passed**" in text and "**failed**" in text
     assert "from 2/200 to 3/200 (cause: `state_gate`)" in " ".join(text.split())
-    none = render_conclusion(_template("10_release_review", "contrast_view"), contrast_facts(None))
-    assert none.startswith("*No contrast on this source") and not _template_stray(none)
+    none = render_conclusion(_template("10_release_review", "contrast_view"), contrast_facts(None) | {"source": "x"})
+    assert "*No contrast on this source" in none and not _template_stray(none.split("\n", 1)[1])
 
 
 def test_pass_k_states_each_backend_alone() -> None:
@@ -149,7 +149,7 @@ def test_gate_calibration_names_an_alarming_gate() -> None:
 
     gates = {"default": "path_exact_drop <= 1.0pp", "re-run": "x", "paired": "y"}
     calibrations = {(m, g): cal(300 if g == "default" else 8) for m in ("stratum", "simulated") for g in gates}
-    facts = calibration_facts(calibrations, gates)
+    facts = calibration_facts(calibrations, gates) | {"source": "x"}
     assert facts["stratum_default_noise"] and facts["stratum_paired_below"] and facts["default_noisy"]
     text = render_conclusion(_template("10_release_review", "calibration"), facts)
     assert "the gate flags noise" in text and "within the 5% level" in text
