@@ -623,7 +623,7 @@ def test_release_review_facts_match_the_tables(variant) -> None:
     for criterion, value in zip(failed["criterion"], failed["value"], strict=True):
         said = re.search(re.escape(f"`{criterion}` measured ") + r"(\d+(?:\.\d+)?)", facts["failed_criteria"])
         assert float(said.group(1)) == pytest.approx(float(value), abs=0.006)
-    assert facts["strict_passes"] is gates.loc[gates["edit"] == "prompt", "passed"].astype(str).eq("True").all()
+    assert facts["strict_passes"] is bool(gates.loc[gates["edit"] == "prompt", "passed"].astype(str).eq("True").all())
     cover = json.loads((out / "tables" / "release_review_coverage.json").read_text(encoding="utf-8"))
     expected |= {"rules_covered": len(cover["covered_rules"]), "rules": cover["rules"],
                  "rule_coverage": len(cover["covered_rules"]) / cover["rules"],
