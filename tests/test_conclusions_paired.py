@@ -1,5 +1,6 @@
 """The section conclusions added to notebooks 02, 10 and 11, and the paired tests of notebooks 04 and 06: every
-number is a stated fact, and a comparison between two systems names (and computes) its paired test."""
+number is a stated fact, and a comparison between two systems names (and computes) its paired test.  Notebooks 02
+and 04 state theirs in ``%%conclusion`` templates, checked here branch by branch (:mod:`notebook_templates`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ import re
 from types import SimpleNamespace
 
 import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from notebook_templates import flags, render, template, typed_numbers
 from test_honest_comparisons import unpaired_comparisons
 
 from routebr_kit.evaluation.stats import mcnemar
@@ -23,11 +28,6 @@ def _stray(c: conclusions.Conclusion) -> list[str]:
     return [n for n in NUMBER.findall(re.sub(r"`[^`]*`", "", body)) if n not in pieces]
 
 
-def _pair_table(b1_pairs: str) -> pd.DataFrame:
-    return pd.DataFrame([{"system": "RouteBR", "pairs": "3/4", "FD": "0/4"},
-                         {"system": "B1 Direct", "pairs": b1_pairs, "FD": "2/4"}])
-
-
 def _anatomy(routebr: list[bool], b1: list[bool]) -> pd.DataFrame:
     """Two members per pair; a pair is right when both are (here: member 2 always right)."""
     rows = []
@@ -38,25 +38,42 @@ def _anatomy(routebr: list[bool], b1: list[bool]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-AUDIT = SimpleNamespace(false_dispatches=(), allowed_dispatches=5, dispatches=5, gold_bounded=4,
-                        guarantee_holds=True)
-
-
 def test_rq2_compares_a_baseline_with_routebr_by_exact_mcnemar_on_the_same_pairs() -> None:
+    """Notebook 04's per-pair outcome (evaluation.analysis.pairs_right) is what its McNemar table compares."""
+    from routebr_kit.evaluation.analysis import pairs_right
+
     routebr, b1 = [True, True, True, False], [False, False, True, False]
-    c = conclusions.rq2(_pair_table("1/4"), pd.DataFrame(), AUDIT, None, "simulated",
-                        anatomy=_anatomy(routebr, b1))
-    test = mcnemar(dict(enumerate(routebr)), dict(enumerate(b1)))
-    assert c.values["b1_routebr_only"] == test.a_only_correct == 2
-    assert c.values["b1_only"] == test.b_only_correct == 0
-    assert c.values["b1_mcnemar_p"] == test.p_two_sided
-    assert not unpaired_comparisons(c.markdown) and not _stray(c)
+    anatomy = _anatomy(routebr, b1)
+    assert pairs_right(anatomy, "RouteBR") == {"P0": True, "P1": True, "P2": True, "P3": False}
+    test = mcnemar(pairs_right(anatomy, "RouteBR"), pairs_right(anatomy, "B1 Direct"))
+    assert (test.a_only_correct, test.b_only_correct, test.paired) == (2, 0, 4)
+    assert test.p_two_sided == mcnemar(dict(enumerate(routebr)), dict(enumerate(b1))).p_two_sided
 
 
-def test_rq2_without_pair_outcomes_states_counts_without_comparing() -> None:
-    c = conclusions.rq2(_pair_table("1/4"), pd.DataFrame(), AUDIT, None, "simulated")
-    assert "b1_mcnemar_p" not in c.values and "fewer than" not in c.markdown
-    assert not unpaired_comparisons(c.markdown)
+RQ2 = template("04_rq2_state_flip")
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.fixed_dictionaries({flag: st.booleans() for flag in sorted(flags(RQ2))}))
+def test_rq2_template_names_the_paired_test_of_every_comparison(chosen) -> None:
+    """Every branch of notebook 04's conclusion that sets a system beside RouteBR names its exact McNemar test,
+    and the template types no number of its own."""
+    markdown = render(RQ2, chosen)
+    assert not unpaired_comparisons(markdown), markdown
+    assert not typed_numbers(RQ2)
+    for key, label in (("b1", "B1 Direct"), ("b2", "B2 Direct+Guard")):
+        assert (f"{label} got" in markdown) == chosen[f"has_{key}"]
+        if chosen[f"has_{key}"]:
+            relation = ("more than" if chosen[f"{key}_more"] else "fewer than" if chosen[f"{key}_fewer"]
+                        else "as many as")
+            assert f"— {relation} RouteBR —" in markdown
+    assert ("A-state replay the same proposals" in markdown) == chosen["has_a_state"]
+    assert ("a bug to report" in markdown) == (not chosen["guarantee_holds"])
+
+
+def test_the_template_checks_can_fail() -> None:
+    assert unpaired_comparisons(render("* B1 Direct got {n} pairs, fewer than RouteBR's {m}."))
+    assert typed_numbers("* RouteBR missed 3 pairs ({n}).") == ["3"]
 
 
 def _row(case_id: str, path: str) -> SimpleNamespace:
@@ -117,12 +134,14 @@ def test_forbidden_contrast_says_which_count_sees_the_change() -> None:
     assert "*No contrast on this source" in none and not _template_stray(none.split("\n", 1)[1])
 
 
-def test_pass_k_states_each_backend_alone() -> None:
-    table = pd.DataFrame([{"backend": b, "cases": 160, "pass^1 %": p1, "pass^3 %": p3, "consistency %": p3}
-                          for b, p1, p3 in (("GPT-4o", 96.2, 89.7), ("GPT-5.2", 95.5, 87.8))])
-    c = conclusions.pass_k(table, repeats=3, source="simulated")
-    assert c.values["gpt_4o_pass_k"] == 89.7 and "simulator" in c.markdown
-    assert not unpaired_comparisons(c.markdown) and not _stray(c)
+PASS_K = template("02_backend_screening", "pass_k_facts")
+
+
+@pytest.mark.parametrize("has_rows", [True, False])
+def test_pass_k_summary_states_the_simulator_and_no_typed_number(has_rows) -> None:
+    markdown = render(PASS_K, {"has_rows": has_rows})
+    assert "simulator" in markdown and ("ranges" in markdown) == has_rows
+    assert not unpaired_comparisons(markdown) and not typed_numbers(PASS_K)
 
 
 def test_security_flags_a_system_beyond_its_attack_surface_bound() -> None:

@@ -1,4 +1,5 @@
-"""Unit and property tests of the conclusions wired into notebooks 01, 02, 07 and 09 (no notebook execution)."""
+"""Unit and property tests of the conclusions of notebooks 01, 02, 07 and 09 (no notebook execution); 01 and 02
+state theirs in ``%%conclusion`` templates, checked branch by branch (:mod:`notebook_templates`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from notebook_templates import flags, render, template, typed_numbers
 
 from routebr_kit.notebook import conclusions
 
@@ -24,54 +26,23 @@ def _stray(c: conclusions.Conclusion) -> list[str]:
     return [n for n in NUMBER.findall(re.sub(r"`[^`]*`", "", body)) if n not in pieces]
 
 
-def _table(rows):
-    return pd.DataFrame([{"Backend": b, "Contract": c, "FD": fd, "FB": fb, "Median latency (ms)": ms}
-                         for b, c, fd, fb, ms in rows])
-
-
-@st.composite
-def screenings(draw):
-    n = draw(st.integers(1, 6))
-    rows = []
-    for i in range(n):
-        fd, fb = draw(st.integers(0, 84)), draw(st.integers(0, 76))
-        rows.append((f"B{i} (simulated)", round(draw(st.floats(50, 100)), 1), f"{fd}/84 ({100 * fd / 84:.1f})",
-                     f"{fb}/76 ({100 * fb / 76:.1f})", draw(st.integers(100, 5000))))
-    seeds = draw(st.integers(1, 5))
-    spread = pd.DataFrame([{"backend": r[0], "seed": s, "contract % (sim)": round(draw(st.floats(50, 100)), 1)}
-                           for r in rows for s in range(seeds)])
-    within = draw(st.lists(st.booleans(), min_size=n, max_size=n))
-    comparison = pd.DataFrame({"backend": [r[0] for r in rows], "within tolerance": within})
-    return _table(rows), comparison, spread
+SCREENING = template("02_backend_screening")
 
 
 @settings(max_examples=60, deadline=None)
-@given(screenings())
-def test_screening_numbers_are_the_facts(case) -> None:
-    table, comparison, spread = case
-    c = conclusions.screening(table, comparison, spread, pd.DataFrame(), "simulated")
-    assert not _stray(c)
-    fd = sum(int(v.split("/")[0]) for v in table["FD"])
-    assert c.values["fd_total"] == fd
-    assert c.values["within_tolerance"] == [int(comparison["within tolerance"].sum()), len(table)]
-    width = spread.groupby("backend")["contract % (sim)"].agg(lambda x: x.max() - x.min()).max()
-    assert c.values["spread_width_pts"] == pytest.approx(round(width, 2))
-    assert c.values["spread_seeds"] == spread["seed"].nunique()
-    assert ("no backend dispatched" in c.markdown) == (fd == 0)
-
-
-def test_screening_without_runs_says_so() -> None:
-    c = conclusions.screening(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), "live runs")
-    assert "Nothing was screened" in c.markdown and "fd_total" not in c.values
-
-
-def test_screening_names_the_comparison_in_sample() -> None:
-    table = _table([("A (simulated)", 97.5, "0/84 (0.0)", "1/76 (1.3)", 1000)])
-    c = conclusions.screening(table, pd.DataFrame({"within tolerance": [True]}), pd.DataFrame(), pd.DataFrame(),
-                              "simulated")
-    assert "in-sample" in c.markdown and "calibrated" in c.markdown
-    without = conclusions.screening(table, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), "published runs")
-    assert "in-sample" not in without.markdown and "within_tolerance" not in without.values
+@given(st.fixed_dictionaries({flag: st.booleans() for flag in sorted(flags(SCREENING))}))
+def test_screening_template_says_what_each_branch_shows(chosen) -> None:
+    """Notebook 02's conclusion: no number typed in the words; the in-sample warning comes with every comparison
+    to the published rows; the gate sentence follows the false-dispatch count; an empty screening says so."""
+    markdown = render(SCREENING, chosen)
+    assert not typed_numbers(SCREENING)
+    assert ("Nothing was screened" in markdown) == (not chosen["screened"])
+    assert ("Against the published rows — **in-sample**" in markdown) == chosen["has_comparison"]
+    assert ("still in-sample" in markdown) == chosen["has_sweep"]
+    if chosen["has_backends"]:
+        assert ("no backend dispatched" in markdown) == chosen["no_false_dispatch"]
+        assert "trivial-proposer floor" in markdown  # an exact-match range always stands beside the floor
+    assert ("not evidence about any real model" in markdown) == chosen["simulated"]
 
 
 @pytest.fixture(scope="module")
@@ -137,16 +108,25 @@ def test_metaroute_numbers_are_the_facts(pts, seeds, compared) -> None:
     assert ("published_files_identical" in c.values) == compared
 
 
-def test_dataset_conclusion_reads_the_tables() -> None:
-    composition = pd.DataFrame({"split": ["DEV", "MAIN"], "partition": ["DEV", "SELECT"], "cases": [120, 160],
-                                "dispatchable": [50, 76], "bounded": [70, 84]})
-    audit = pd.DataFrame({"kind": ["FULL", "SELECT"], "priority_decided": [75, 16], "errors": [0, 1],
-                          "warnings": [0, 0]})
-    sources = pd.DataFrame({"a": [62, 0], "b": [32, 30]},
-                           index=pd.MultiIndex.from_tuples([("CLARIFY", "R040"), ("CLARIFY", "R999")],
-                                                           names=["boundary", "rule"]))
-    c = conclusions.dataset(composition, audit, sources, seed=3, language="zh", second=None, second_label="")
-    assert c.values["priority_decided"] == 75 and c.values["audit_errors"] == 1
-    assert "a bug to report" in c.markdown
-    assert (c.values["gate_before"], c.values["gate_after"]) == (0, 30)
-    assert not _stray(c)
+DATASET = template("01_dataset_construction")
+
+
+@pytest.mark.parametrize("flag", sorted(flags(DATASET)))
+def test_dataset_template_reports_a_bug_when_a_check_fails(flag) -> None:
+    """Notebook 01's conclusion: each check's failure is said in words (and no number is typed in them)."""
+    assert not typed_numbers(DATASET)
+    held, broken = render(DATASET), render(DATASET, {flag: False})
+    assert "a bug to report" not in held and held != broken
+    if flag in ("labels_agree", "boundaries_kept"):
+        assert "a bug to report" in broken
+
+
+def test_parse_count_reads_back_a_formatted_count() -> None:
+    """Notebooks 02 and 04 read their Table IV / pair-table cells back with evaluation.tables.parse_count."""
+    from routebr_kit.evaluation.metrics import Count
+    from routebr_kit.evaluation.tables import fmt_count, parse_count
+
+    assert parse_count(fmt_count(Count(5, 76))) == Count(5, 76) == parse_count("5/76")
+    for bad in ("", "5", "5/", "a/76", "97.5"):
+        with pytest.raises(ValueError):
+            parse_count(bad)

@@ -183,15 +183,19 @@ def test_dataset_facts_match_the_tables(variant) -> None:
     second = _table(out, "second_audit_summary").iloc[0]
     findings = _table(out, "second_audit_findings")
     sources = _table(out, "unresolvable_sources")
-    gate = sources[sources["rule"] == "R999"][[c for c in sources.columns if c.startswith("decouple=")]].sum()
+    gate = sources[sources["rule"] == "R999"][["decouple=False", "decouple=True"]].sum()  # the object gate's cases
     expected = {f"{col}_{p.lower()}": int(by.loc[p, col]) for p in by.index for col in ("cases", "dispatchable")}
     expected |= {"seed": _parameters("01_dataset_construction", variant)["seed"],
                  "audit_errors": int(audit["errors"].sum()), "audit_warnings": int(audit["warnings"].sum()),
                  "priority_decided": int(audit.loc[audit["kind"] == "FULL", "priority_decided"].max()),
                  "second_errors": int(second["errors"]), "second_warnings": int(second["warnings"]),
                  "second_coupled": [int(second["coupled"]), int(second["unresolvable"])],
-                 "gate_before": int(gate.iloc[0]), "gate_after": int(gate.iloc[1])}
-    _facts(_conclusion(out)["values"], expected)
+                 "gate_before": int(gate["decouple=False"]), "gate_after": int(gate["decouple=True"])}
+    values = _conclusion(out)["values"]
+    _facts(values, expected)
+    kept = sources.groupby("boundary")[["decouple=False", "decouple=True"]].sum()
+    assert values["boundaries_kept"] is bool((kept["decouple=False"] == kept["decouple=True"]).all())
+    assert values["labels_agree"] is (expected["audit_errors"] == 0)
     assert (findings["severity"] == "WARNING").sum() == second["warnings"]
     assert (findings["severity"] == "ERROR").sum() == second["errors"]
 
@@ -221,17 +225,32 @@ def test_screening_facts_match_the_tables(variant) -> None:
                 "spread_seeds": int(_table(out, "simulated_seed_scores")["seed"].nunique()),
                 "spread_width_pts": float((per.max() - per.min()).max()),
                 "lexical_min": held_out.min() / 100, "lexical_max": held_out.max() / 100}
-    _facts(_conclusion(out)["values"], expected)
+    floor = _table(out, "learned_vs_floor").iloc[0]  # any row: its exact % minus its points above the floor
+    expected["floor_exact"] = pytest.approx((float(floor["exact %"]) - float(floor["above floor (points)"])) / 100,
+                                            abs=0.0011)  # two 1-decimal percentages
+    values = _conclusion(out)["values"]
+    _facts(values, expected)
+    worst = max(range(len(fb)), key=lambda i: fb[i][0])
+    assert values["fb_worst_backend"] == hosted["Backend"].iloc[worst]
+    assert values["no_false_dispatch"] is (expected["fd_total"] == 0)
     # the pass^k section of the same notebook, against its own table
     pass_k = _table(out, "pass_k_simulated")
     repeats = int(pass_k["repeats"].iloc[0])
-    expected = {"repeats": repeats}
-    for r in pass_k.to_dict("records"):
-        key = _slug(str(r["backend"]))
-        expected |= {f"{key}_pass_1": float(r["pass^1 %"]), f"{key}_pass_k": float(r[f"pass^{repeats} %"]),
-                     f"{key}_consistency": float(r["consistency %"]), f"{key}_cases": int(r["cases"])}
-    values = json.loads((out / "tables" / "pass_k_conclusion.json").read_text(encoding="utf-8"))["values"]
-    _facts(values, expected)
+    last = f"pass^{repeats} %"
+    drop = pass_k["pass^1 %"] - pass_k[last]
+    expected = {"repeats": repeats, "backends": len(pass_k), "cases": int(pass_k["cases"].max()),
+                "largest_drop_pts": float(drop.max()),
+                "largest_drop_pts_backend": pass_k.loc[drop.idxmax(), "backend"]}
+    for key, column in (("pass_1", "pass^1 %"), ("pass_k", last), ("consistency", "consistency %")):
+        for end, pick in (("min", "idxmin"), ("max", "idxmax")):
+            row = pass_k.loc[getattr(pass_k[column], pick)()]
+            expected |= {f"{key}_{end}": float(row[column]), f"{key}_{end}_backend": row["backend"]}
+    assert set(pass_k["cases"]) == {expected["cases"]}  # "each on N cases"
+    c = _conclusion(out, "pass_k_conclusion", "pass_k_facts")
+    _facts(c["values"], expected)
+    from routebr_kit.notebook.display import render_conclusion
+
+    assert render_conclusion(c["template"], c["values"]) == c["markdown"] and not _stated(c)
 
 
 @pytest.mark.parametrize("variant", variant_names("07_paper_replay"))
@@ -333,23 +352,35 @@ def test_rq2_facts_match_the_tables(runs, seed) -> None:
     if "RouteBR w/o state enforcement" in pairs.index:
         expected |= {"a_state_pairs": _count(pairs.loc["RouteBR w/o state enforcement", "pairs"]),
                      "a_state_fd": _count(pairs.loc["RouteBR w/o state enforcement", "FD"])}
-    for label, key in (("B1 Direct", "b1"), ("B2 Direct+Guard", "b2")):
+    for label, key in (("RouteBR w/o state enforcement", "a_state"), ("B1 Direct", "b1"), ("B2 Direct+Guard", "b2")):
         if label in pairs.index:
             expected |= {f"{key}_pairs": _count(pairs.loc[label, "pairs"]), f"{key}_fd": _count(pairs.loc[label, "FD"])}
             expected |= _mcnemar(right["RouteBR"], right[label], key, f"{key}_routebr_only", f"{key}_only")
     missed = _table(out, "rq2_routebr_missed_pairs")
-    wrong = missed[missed["RouteBR"].astype(str).str.endswith("✗")]
-    if len(wrong):
-        expected |= {"routebr_missed_pairs": int(wrong["pair_id"].nunique()), "missed_members": len(wrong),
-                     "missed_allowed_members": int((~wrong["gold_path"].astype(str).str.startswith("T_")).sum())}
-    expected |= _audit(_table(out, "rq2_dispatch_audit"))
+    wrong = missed[missed["RouteBR"].astype(str).str.endswith("✗")] if len(missed) else missed
+    expected |= {"routebr_missed_pairs": int(wrong["pair_id"].nunique()) if len(wrong) else 0,
+                 "missed_members": len(wrong),
+                 "missed_allowed_members": int((~wrong["gold_path"].astype(str).str.startswith("T_")).sum())
+                 if len(wrong) else 0}
+    audit = _audit(_table(out, "rq2_dispatch_audit"))
+    audit.setdefault("false_dispatches_misread", 0)
+    expected |= audit
     searched = _table(out, "rq2_guarantee_search")
     found = searched[searched["false dispatches"].astype(int) > 0]
     if expected["false_dispatches"][0] == 0 and len(found):
         expected["example_seed"] = int(found["seed"].iloc[0])
         examples = _table(out, "rq2_false_dispatch_examples")
         assert len(examples) == int(found["false dispatches"].iloc[0])  # the examples are that seed's
-    _facts(_conclusion(out)["values"], expected)
+    values = _conclusion(out)["values"]
+    _facts(values, expected)
+    for key in ("b1", "b2"):  # the words relating a baseline's pair count to RouteBR's
+        if values[f"has_{key}"]:
+            assert values[f"{key}_more"] is (values[f"{key}_pairs"] > values["routebr_pairs"])
+            assert values[f"{key}_fewer"] is (values[f"{key}_pairs"] < values["routebr_pairs"])
+    if values["has_example"]:
+        first = _table(out, "rq2_false_dispatch_examples").iloc[0]
+        assert (values["example_case_id"], values["example_proposed_action"]) == (first["case_id"],
+                                                                               first["proposed action"])
 
 
 @pytest.mark.parametrize("seed", SEEDS)

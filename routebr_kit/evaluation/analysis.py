@@ -80,6 +80,13 @@ def missed_pairs(anatomy: pd.DataFrame, system: str) -> pd.DataFrame:
     return anatomy[anatomy["pair_id"].isin(wrong)].reset_index(drop=True)
 
 
+def pairs_right(anatomy: pd.DataFrame, system: str) -> dict[str, bool]:
+    """FLIP pair ID → both members of the pair on their gold path for ``system`` (a column of :func:`pair_anatomy`):
+    the per-pair outcome an exact McNemar test compares between two systems on the same pairs."""
+    right = anatomy[system].astype(str).str.endswith("✓")
+    return {str(k): bool(v) for k, v in right.groupby(anatomy["pair_id"]).all().items()}
+
+
 def scores_by(rows: Rows, cases: Cases, group: Callable[[Case], str], *, label: str = "group") -> pd.DataFrame:
     """Exact path, object accuracy, FD and FB per group of cases (e.g. object-reference difficulty)."""
     index = index_cases(cases)

@@ -57,6 +57,15 @@ def fmt_count(count: Count, *, pct: bool = True) -> str:
     return f"{count} ({fmt_pct(count.rate)})" if pct else str(count)
 
 
+def parse_count(text: object) -> Count:
+    """A ``'hits/n'`` or ``'hits/n (pct)'`` cell (:func:`fmt_count`) read back as a :class:`Count`."""
+    head = str(text).split()[0] if str(text).strip() else ""
+    hits, slash, n = head.partition("/")
+    if not (slash and hits.isdigit() and n.isdigit()):
+        raise ValueError(f"not a hits/n count: {text!r}")
+    return Count(int(hits), int(n))
+
+
 def _fixed(value: float, digits: int) -> str:
     return "n/a" if math.isnan(value) else f"{value:.{digits}f}"
 

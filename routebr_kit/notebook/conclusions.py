@@ -22,12 +22,8 @@ from ..core.controller import Decision
 from ..evaluation.forbidden import dispatches
 from ..evaluation.metrics import index_cases
 from ..evaluation.stats import mcnemar
-from ..experiments.guarantee import DispatchAudit, SearchResult
 from ..experiments.replication import INDEPENDENT, REBUILT, ReplayReport
 from ..metaroute.run import BenchmarkRun
-
-ROUTEBR, A_STATE, A_GROUND = "RouteBR", "RouteBR w/o state enforcement", "RouteBR w/o closed grounding"
-B1, B2 = "B1 Direct", "B2 Direct+Guard"
 
 
 @dataclass(frozen=True)
@@ -101,97 +97,6 @@ def _simulated_caveat(source: str) -> str | None:
         return ("These numbers come from seeded error models on a generated benchmark: they illustrate the "
                 "mechanism and exercise the pipeline, they are not evidence about any real model.")
     return None
-
-
-def _guarantee_sentence(f: Facts, audit: DispatchAudit, where: str) -> str:
-    allowed = f.count("dispatches_allowed", audit.allowed_dispatches, audit.dispatches)
-    false = f.count("false_dispatches", len(audit.false_dispatches), audit.gold_bounded)
-    head = (f"**The structural guarantee** on {where}: {allowed} of RouteBR's dispatches were allowed by the winning "
-            "rule for the action it committed to")
-    if not audit.guarantee_holds:
-        head += " — the guarantee is broken in this run, which is a bug to report"
-    if audit.false_dispatches:
-        misread = sum(fd.misread for fd in audit.false_dispatches)
-        return (head + f"; it still made {false} false dispatches, "
-                f"{f.integer('false_dispatches_misread', misread)} of them on a misread action that the rules allow "
-                "(the guarantee is about the proposed action, not the gold one).")
-    return head + f"; false dispatches: {false} of the gold-bounded cases."
-
-
-# ---------------------------------------------------------------------------------------------------- notebook 04
-def _pairs_right(anatomy: pd.DataFrame, label: str) -> dict[str, bool]:
-    """FLIP pair ID → both members of the pair on their gold path, for ``label`` (a column of ``pair_anatomy``)."""
-    right = anatomy[label].astype(str).str.endswith("✓")
-    return {str(k): bool(v) for k, v in right.groupby(anatomy["pair_id"]).all().items()}
-
-
-def rq2(pair_table: pd.DataFrame, missed: pd.DataFrame, audit: DispatchAudit, search: SearchResult | None,
-        source: str, *, anatomy: pd.DataFrame | None = None) -> Conclusion:
-    """RQ2: FLIP pairs per system, what the state gate changes, RouteBR's misses and the exact guarantee.
-
-    ``anatomy`` (:func:`~routebr_kit.evaluation.analysis.pair_anatomy`) gives each pair's outcome per system, so a
-    baseline's pair count is compared with RouteBR's by an exact McNemar test on the same pairs; without it the
-    counts are stated side by side, not compared."""
-    f = Facts()
-    bullets = []
-    rows = {r["system"]: r for _, r in pair_table.iterrows()}
-    rb = rows[ROUTEBR]
-    if A_STATE in rows:
-        st = rows[A_STATE]
-        bullets.append(
-            "**The state gate is what makes pairs come out right.** RouteBR and A-state replay the same proposals; "
-            "only enforcing the winning rule differs. Pairs fully correct: "
-            f"{f.count('routebr_pairs', *_count(rb['pairs']))} with the gate, "
-            f"{f.count('a_state_pairs', *_count(st['pairs']))} without; false dispatch on FLIP: "
-            f"{f.count('routebr_fd', *_count(rb['FD']))} with, {f.count('a_state_fd', *_count(st['FD']))} without.")
-    else:
-        bullets.append(f"RouteBR got {f.count('routebr_pairs', *_count(rb['pairs']))} FLIP pairs fully right "
-                       "(A-state was not run by this source).")
-    for label, key in ((B1, "b1"), (B2, "b2")):
-        if label in rows:
-            hits, n = _count(rows[label]["pairs"])
-            ours = _count(rb["pairs"])[0]
-            fd = f.count(key + '_fd', *_count(rows[label]['FD']))
-            if anatomy is None or label not in anatomy.columns or ROUTEBR not in anatomy.columns:
-                bullets.append(f"{label} got {f.count(key + '_pairs', hits, n)} pairs fully right, with false "
-                               f"dispatch {fd}.")
-                continue
-            relation = "more than" if hits > ours else "fewer than" if hits < ours else "as many as"
-            test = mcnemar(_pairs_right(anatomy, ROUTEBR), _pairs_right(anatomy, label))
-            verdict = "significant" if test.p_two_sided < 0.05 else "not significant"
-            bullets.append(
-                f"{label} got {f.count(key + '_pairs', hits, n)} pairs — {relation} RouteBR — with false dispatch "
-                f"{fd}. Exact McNemar on the same {f.integer(key + '_paired', test.paired)} pairs: "
-                f"{f.integer(key + '_routebr_only', test.a_only_correct)} only RouteBR got right, "
-                f"{f.integer(key + '_only', test.b_only_correct)} only {label} (p = "
-                f"{f.p(key + '_mcnemar_p', test.p_two_sided)}, {verdict} at the 5% level).")
-    misses = missed[missed[ROUTEBR].astype(str).str.endswith("✗")] if len(missed) else missed
-    pairs_missed = misses["pair_id"].nunique() if len(misses) else 0
-    if pairs_missed:
-        allowed_members = int((~misses["gold_path"].astype(str).str.startswith("T_")).sum())
-        members = f"{f.integer('missed_allowed_members', allowed_members)} of its " \
-                  f"{f.integer('missed_members', len(misses))} wrong members"
-        if allowed_members == len(misses):
-            how = (f"{members} were the allowed member (a proposal error the gate cannot catch); every blocked "
-                   "member was blocked correctly.")
-        else:
-            how = (f"{members} were the allowed member (a proposal error), the others a member whose gold path is a "
-                   "terminal.")
-        bullets.append(f"RouteBR missed {f.integer('routebr_missed_pairs', pairs_missed)} pairs: {how}")
-    else:
-        bullets.append("RouteBR missed no FLIP pair in this run.")
-    bullets.append(_guarantee_sentence(f, audit, "MAIN+FLIP"))
-    if search is not None and search.example is not None and not audit.false_dispatches:
-        ex = search.example
-        bullets.append(f"This run has none, but the simulator at seed {f.integer('example_seed', search.found_seed)} "
-                       f"does: {ex.case_id}, where the model proposed {ex.proposed_action} for a request whose gold "
-                       f"action {ex.gold_action} the rules block ({ex.rule_for_gold} → {ex.decision_for_gold}); rule "
-                       f"{ex.rule_for_proposed} allows {ex.proposed_action}, so RouteBR dispatched it — correct "
-                       "behaviour of the controller, a wrong outcome for the customer.")
-    caveat = _simulated_caveat(source)
-    if caveat:
-        bullets.append(caveat)
-    return f.conclusion(bullets, source)
 
 
 # ---------------------------------------------------------------------------------------------------- notebook 06
@@ -285,94 +190,6 @@ def ablations(table: pd.DataFrame, agreement: pd.DataFrame, promoted: pd.DataFra
     if caveat:
         bullets.append(caveat)
     return f.conclusion(bullets, source)
-
-
-# ---------------------------------------------------------------------------------------------------- notebook 02
-def screening(table: pd.DataFrame, comparison: pd.DataFrame, spread: pd.DataFrame, held_out: pd.DataFrame,
-              source: str, *, sweep: pd.DataFrame | None = None, tolerance_points: float = 2.0,
-              tolerance_count: int = 2) -> Conclusion:
-    """RQ4: what separates the backends, how the simulation compares with the published runs, local:lexical.
-
-    ``table`` is Table IV of this run; ``comparison`` this seed's simulated rows beside the published ones (empty
-    when there is nothing to compare); ``spread`` one row per simulated backend and seed (``backend``, ``seed``,
-    ``contract % (sim)``); ``sweep`` its per-backend summary against the published rows (optional);
-    ``held_out`` local:lexical on held-out case sets.
-    """
-    f = Facts()
-    bullets = []
-    hosted = table[table["Backend"] != "local:lexical"] if "Backend" in table else table.iloc[:0]
-    if not len(table):
-        bullets.append("Nothing was screened in this run (a live screening needs its API keys; see above).")
-    if len(hosted):
-        contract = hosted["Contract"].astype(float)
-        fd = [_count(v) for v in hosted["FD"]]
-        fb = [_count(v) for v in hosted["FB"]]
-        latency = hosted["Median latency (ms)"].astype(float)
-        lo, hi = f.pct("contract_min", contract.min() / 100), f.pct("contract_max", contract.max() / 100)
-        fd_total = sum(h for h, _ in fd)
-        fb_worst = max(range(len(fb)), key=lambda i: fb[i][0])
-        spread_text = (f"ranges over a factor of {f.points('latency_ratio', latency.max() / latency.min())}"
-                       if latency.min() > 0 else "is not measured for every backend")
-        gate = ("no backend dispatched a gold-blocked request: the state gate, not the model, owns that decision"
-                if fd_total == 0 else "each of those is a misread proposal whose own rule allows it: the gate "
-                "enforces the rule of the *proposed* action, not of the gold one")
-        bullets.append(f"Exact match of the {f.integer('backends', len(hosted))} backends spans {lo}–{hi}; false "
-                       f"dispatches summed over them: {f.integer('fd_total', fd_total)} — {gate}. The most false "
-                       f"blocks: {f.count('fb_worst', *fb[fb_worst])} ({hosted['Backend'].iloc[fb_worst]}); median "
-                       f"latency {spread_text}.")
-    tol_pts = f.put("tolerance_points", float(tolerance_points), f"±{tolerance_points:g}")
-    tol_n = f.put("tolerance_count", int(tolerance_count), f"±{int(tolerance_count)}")
-    if len(comparison):
-        within = int(comparison["within tolerance"].sum())
-        bullets.append(f"Against the published rows — **in-sample**: the error models were calibrated on these very "
-                       f"published SELECT-160 numbers, so agreement is a consistency check, not a validation — "
-                       f"{f.count('within_tolerance', within, len(comparison))} simulated backends are within "
-                       f"{tol_pts} points of exact match and {tol_n} FD/FB at this seed.")
-    if sweep is not None and len(sweep):
-        mean_ok = int(((sweep["contract % mean"] - sweep["contract % (pub)"]).abs() <= tolerance_points).sum())
-        share = sweep["share within tolerance"].astype(float)
-        ok = f.count("sweep_mean_within", mean_ok, len(sweep))
-        bullets.append(f"Averaged over the seeds (still in-sample), {ok} "
-                       f"error models reproduce their published exact match within {tol_pts} points; the share of "
-                       f"single seeds inside every tolerance ranges "
-                       f"{f.pct('sweep_share_min', share.min())}–{f.pct('sweep_share_max', share.max())}.")
-    if len(spread):
-        per = spread.groupby("backend", sort=False)["contract % (sim)"]
-        width = per.max() - per.min()
-        widest = width.sort_values(kind="stable").index[-1]
-        bullets.append(f"Across {f.integer('spread_seeds', spread['seed'].nunique())} simulator seeds the exact "
-                       f"match of one simulated backend moves by up to {f.points('spread_width_pts', width.max())} "
-                       f"points ({widest}): one seed is one draw, so compare backends over seeds, not on one run.")
-    if len(held_out):
-        scores = held_out["Contract"].astype(float)
-        bullets.append(f"`local:lexical`, tuned on DEV only, scores {f.pct('lexical_min', scores.min() / 100)}–"
-                       f"{f.pct('lexical_max', scores.max() / 100)} on the held-out case sets: a template-generated "
-                       "benchmark is readable by a cue lexicon, so the screening measures how reliably a backend "
-                       "reads these templates, not open-ended language.")
-    caveat = _simulated_caveat(source)
-    if caveat:
-        bullets.append(caveat)
-    return f.conclusion(bullets, source)
-
-
-def pass_k(table: pd.DataFrame, *, repeats: int, source: str) -> Conclusion:
-    """Notebook 02's pass^k: per simulated backend, pass^1, pass^k at the largest k and consistency.
-
-    ``table``: one row per backend with ``backend``, ``cases``, ``pass^1 %`` … ``pass^<repeats> %`` and
-    ``consistency %`` (percentages, one decimal)."""
-    f = Facts()
-    k = f.integer("repeats", repeats)
-    bullets = [f"`pass^1` is each backend's mean accuracy over the {k} repeats; the gap down to pass^{k} is the cases "
-               "it gets right on some repeats only."]
-    for r in table.to_dict("records"):
-        key = _slug(str(r["backend"]))
-        bullets.append(f"{r['backend']}: `pass^1` {_percent(f, key + '_pass_1', float(r['pass^1 %']))}, pass^{k} "
-                       f"{_percent(f, key + '_pass_k', float(r[f'pass^{repeats} %']))}; one final path on every "
-                       f"repeat for {_percent(f, key + '_consistency', float(r['consistency %']))} of its "
-                       f"{f.integer(key + '_cases', r['cases'])} cases.")
-    bullets.append("The repeats are simulator seeds of one error model per profile: the spread shown is the "
-                   "simulator's, not evidence about how consistent a hosted model is.")
-    return f.conclusion(bullets, source, heading=False)
 
 
 # ---------------------------------------------------------------------------------------------------- notebook 07
@@ -513,48 +330,6 @@ def metaroute_ablations(differences: pd.DataFrame, power: pd.DataFrame, design: 
     bullets.append("These are properties of the seeded offline model; every constant behind them can be changed "
                    "through `overrides`.")
     return f.conclusion(bullets, source)
-
-
-# ---------------------------------------------------------------------------------------------------- notebook 01
-def dataset(composition: pd.DataFrame, audit_table: pd.DataFrame, sources: pd.DataFrame, *, seed: int,
-            language: str, second: Mapping[str, Any] | None, second_label: str) -> Conclusion:
-    """Notebook 01: the generated composition, the audit, the second audit (published file or fallback), decoupling.
-
-    ``second``: ``published_ok``, ``errors``, ``warnings`` (count) and ``coupled``/``unresolvable`` of the second
-    audited file, described by ``second_label``.
-    """
-    f = Facts()
-    bullets = []
-    by = composition.groupby("partition", sort=False)[["cases", "dispatchable", "bounded"]].sum()
-    parts = [f"{name} {f.integer('cases_' + _slug(name), row['cases'])} "
-             f"({f.integer('dispatchable_' + _slug(name), row['dispatchable'])} dispatchable)"
-             for name, row in by.iterrows()]
-    bullets.append(f"**Composition of seed {f.integer('seed', seed)} ({language}):** " + ", ".join(parts)
-                   + ". These are quotas of the plan, so every seed and language gives the same counts; the seed "
-                   "changes which scenario gets which quota item, and the wording.")
-    errors, warnings = int(audit_table["errors"].sum()), int(audit_table["warnings"].sum())
-    full = audit_table[audit_table["kind"] == "FULL"] if "kind" in audit_table else audit_table.iloc[:0]
-    priority = int((full if len(full) else audit_table)["priority_decided"].max())
-    verdict = "labels are the controller's own answers" if errors == 0 else "some labels disagree — a bug to report"
-    bullets.append(f"**The audit of the generated files** finds {f.integer('audit_errors', errors)} errors and "
-                   f"{f.integer('audit_warnings', warnings)} warnings ({verdict}); "
-                   f"{f.integer('priority_decided', priority)} cases of the full file match more than one "
-                   "non-default rule, so rule priority decides them.")
-    if second is not None:
-        ok = "passes" if second["published_ok"] else "fails"
-        bullets.append(f"**{second_label}** {ok} the published validator's checks, with "
-                       f"{f.integer('second_errors', second['errors'])} errors and "
-                       f"{f.integer('second_warnings', second['warnings'])} warnings of the stricter class; "
-                       f"{f.count('second_coupled', second['coupled'], second['unresolvable'])} unresolvable "
-                       "references carry `entity_resolved=false`, so rule R040 rather than the object gate decides "
-                       "them.")
-    if "R999" in sources.index.get_level_values("rule") and sources.shape[1] == 2:
-        gate = sources.xs("R999", level="rule").sum()
-        before, after = (int(v) for v in gate.values)
-        bullets.append(f"**Decoupling** moves unresolvable `CLARIFY` cases from rule R040 to the object gate "
-                       f"(default rule R999): {f.integer('gate_before', before)} → {f.integer('gate_after', after)}; "
-                       "the gold boundaries stay the same — it changes who decides, not what is decided.")
-    return f.conclusion(bullets, f"the kit's generator, seed {seed}, {language}")
 
 
 
@@ -808,7 +583,5 @@ def live_small_model(scores: pd.DataFrame, fd_pairs: pd.DataFrame, replayed: pd.
     return f.conclusion(bullets, source + ("" if live else " — a simulation"), heading=False)
 
 
-__all__ = ["Conclusion", "Facts", "ablations", "dataset", "explorer_agreement", "explorer_summary",
-           "failure_story", "live_small_model", "metaroute_ablations",
-           "metaroute_conclusion", "metaroute_robustness", "paper_replay", "pass_k",
-           "rq2", "screening"]
+__all__ = ["Conclusion", "Facts", "ablations", "explorer_agreement", "explorer_summary", "failure_story",
+           "live_small_model", "metaroute_ablations", "metaroute_conclusion", "metaroute_robustness", "paper_replay"]
