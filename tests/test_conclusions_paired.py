@@ -97,16 +97,6 @@ def test_ablations_compare_false_dispatch_with_routebr_by_exact_mcnemar() -> Non
     assert "a_state_mcnemar_p" not in bare.values and not unpaired_comparisons(bare.markdown)
 
 
-def _template(notebook: str, variable: str) -> str:
-    """The Markdown template of a notebook's ``%%conclusion <variable>`` cell."""
-    import json
-    from pathlib import Path
-
-    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / f"{notebook}.ipynb").read_text("utf-8"))
-    cell = next(c for c in nb["cells"] if "".join(c["source"]).startswith(f"%%conclusion {variable}\n"))
-    return "".join(cell["source"]).split("\n", 1)[1]
-
-
 def _template_stray(text: str) -> list[str]:
     return [n for n in NUMBER.findall(re.sub(r"`[^`]*`", "", text)) if n not in {"5%", "95%"}]
 
@@ -127,10 +117,10 @@ def test_forbidden_contrast_says_which_count_sees_the_change() -> None:
         verdicts={OLD_GATE: True, DEFAULT_GATE: False})
     facts = contrast_facts(contrast) | {"source": "x"}
     assert (facts["candidate_forbidden_dispatch"], facts["candidate_forbidden_dispatch_n"]) == (3, 200)
-    text = render_conclusion(_template("10_release_review", "contrast_view"), facts)
+    text = render_conclusion(template("10_release_review", "contrast_view"), facts)
     assert "it does not see the change" in text and "**passed**" in text and "**failed**" in text
     assert "from 2/200 to 3/200 (cause: `state_gate`)" in " ".join(text.split())
-    none = render_conclusion(_template("10_release_review", "contrast_view"), contrast_facts(None) | {"source": "x"})
+    none = render_conclusion(template("10_release_review", "contrast_view"), contrast_facts(None) | {"source": "x"})
     assert "*No contrast on this source" in none and not _template_stray(none.split("\n", 1)[1])
 
 
@@ -147,12 +137,12 @@ def test_pass_k_summary_states_the_simulator_and_no_typed_number(has_rows) -> No
 def test_security_flags_a_system_beyond_its_attack_surface_bound() -> None:
     from routebr_kit.notebook.display import _names, _parse, render_conclusion
 
-    template = _template("11_adversarial", "security")
-    names = _names(_parse(template, 0, "")[0])
-    flags = {n for n in names if n.endswith("_within")}
-    facts = {n: "x" for n in names} | dict.fromkeys(flags, True)
-    assert render_conclusion(template, facts).count("every system within its envelope") == len(flags) == 4
-    bug = " ".join(render_conclusion(template, facts | {"lexical_en_within": False}).split())
+    text = template("11_adversarial", "security")
+    names = _names(_parse(text, 0, "")[0])
+    within = {n for n in names if n.endswith("_within")}
+    facts = {n: "x" for n in names} | dict.fromkeys(within, True)
+    assert render_conclusion(text, facts).count("every system within its envelope") == len(within) == 4
+    bug = " ".join(render_conclusion(text, facts | {"lexical_en_within": False}).split())
     assert "a system beyond its envelope: a bug to report" in bug
 
 
@@ -170,6 +160,6 @@ def test_gate_calibration_names_an_alarming_gate() -> None:
     calibrations = {(m, g): cal(300 if g == "default" else 8) for m in ("stratum", "simulated") for g in gates}
     facts = calibration_facts(calibrations, gates) | {"source": "x"}
     assert facts["stratum_default_noise"] and facts["stratum_paired_below"] and facts["default_noisy"]
-    text = render_conclusion(_template("10_release_review", "calibration"), facts)
+    text = render_conclusion(template("10_release_review", "calibration"), facts)
     assert "the gate flags noise" in text and "within the 5% level" in text
     assert "`widening <= 0`" in text and "75.0%–75.0%" in text
