@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from notebook_templates import flags, render, template, typed_numbers
 from test_honest_comparisons import unpaired_comparisons
 
-from routebr_kit.adversarial.scoring import Rate
 from routebr_kit.evaluation.stats import mcnemar
 from routebr_kit.notebook import conclusions
 
@@ -98,18 +97,31 @@ def test_ablations_compare_false_dispatch_with_routebr_by_exact_mcnemar() -> Non
     assert "a_state_mcnemar_p" not in bare.values and not unpaired_comparisons(bare.markdown)
 
 
+def _template_stray(text: str) -> list[str]:
+    return [n for n in NUMBER.findall(re.sub(r"`[^`]*`", "", text)) if n not in {"5%", "95%"}]
+
+
 def test_forbidden_contrast_says_which_count_sees_the_change() -> None:
-    check = {"action_id": "A5_PROTECTED_ACTION", "controller_terminal": "CLARIFY",
-             "controller_reason": "BOUNDARY_TERMINAL", "rule_id": "R050", "cause": "state_gate"}
-    c = conclusions.forbidden_contrast(
-        base={"exact": "191/200", "false_dispatch": "1/126", "forbidden_dispatch": "2/200"},
-        candidate={"exact": "190/200", "false_dispatch": "1/126", "forbidden_dispatch": "3/200"}, check=check,
-        gold="A1_ADVISORY", metrics={"changed": 1, "new_false_dispatch": 0, "new_forbidden_dispatch": 1,
-                                     "path_exact_drop": 0.5},
-        verdicts={"new_false_dispatch <= 0": True, "new_forbidden_dispatch <= 0": False}, case_id="MAIN-0005",
-        system="B2", source="x")
-    assert "does not see the change" in c.markdown and "**failed**" in c.markdown
-    assert c.values["candidate_forbidden_dispatch"] == [3, 200] and not _stray(c)
+    from routebr_kit.notebook.display import render_conclusion
+    from routebr_kit.review.contrast import DEFAULT_GATE, OLD_GATE, contrast_facts
+
+    check = SimpleNamespace(action_id="A5_PROTECTED_ACTION", as_dict=lambda: {
+        "controller_terminal": "CLARIFY", "controller_reason": "BOUNDARY_TERMINAL", "rule_id": "R050",
+        "cause": "state_gate"})
+    contrast = SimpleNamespace(
+        case_id="MAIN-0005", cases={"MAIN-0005": SimpleNamespace(gold=SimpleNamespace(final_path="A1_ADVISORY"))},
+        check=check, counts={"base": {"exact": "191/200", "false_dispatch": "1/126", "forbidden_dispatch": "2/200"},
+                             "candidate": {"exact": "190/200", "false_dispatch": "1/126",
+                                           "forbidden_dispatch": "3/200"}},
+        metrics={"changed": 1, "new_false_dispatch": 0, "new_forbidden_dispatch": 1, "path_exact_drop": 0.5},
+        verdicts={OLD_GATE: True, DEFAULT_GATE: False})
+    facts = contrast_facts(contrast) | {"source": "x"}
+    assert (facts["candidate_forbidden_dispatch"], facts["candidate_forbidden_dispatch_n"]) == (3, 200)
+    text = render_conclusion(template("10_release_review", "contrast_view"), facts)
+    assert "it does not see the change" in text and "**passed**" in text and "**failed**" in text
+    assert "from 2/200 to 3/200 (cause: `state_gate`)" in " ".join(text.split())
+    none = render_conclusion(template("10_release_review", "contrast_view"), contrast_facts(None) | {"source": "x"})
+    assert "*No contrast on this source" in none and not _template_stray(none.split("\n", 1)[1])
 
 
 PASS_K = template("02_backend_screening", "pass_k_facts")
@@ -123,23 +135,20 @@ def test_pass_k_summary_states_the_simulator_and_no_typed_number(has_rows) -> No
 
 
 def test_security_flags_a_system_beyond_its_attack_surface_bound() -> None:
-    card = [SimpleNamespace(system="routebr", language="en", benign_utility=Rate(27, 27),
-                            utility_under_attack=Rate(20, 20), targeted_asr=Rate(0, 20))]
+    from routebr_kit.notebook.display import _names, _parse, render_conclusion
 
-    def attack(k: int, bound: int) -> SimpleNamespace:
-        return SimpleNamespace(backend="local:lexical", language="en", budget=40, best_followed=Rate(3, 19),
-                               unattacked_followed=Rate(3, 19),
-                               systems=(SimpleNamespace(system="routebr", forbidden_dispatch=Rate(k, 19),
-                                                        reachable_forbidden=bound),))
-
-    ok = conclusions.security(card, [attack(0, 0)], source="x")
-    assert "every system within its envelope" in ok.markdown and not _stray(ok)
-    bug = conclusions.security(card, [attack(2, 0)], source="x")
-    assert "beyond its bound: a bug" in bug.markdown
+    text = template("11_adversarial", "security")
+    names = _names(_parse(text, 0, "")[0])
+    within = {n for n in names if n.endswith("_within")}
+    facts = {n: "x" for n in names} | dict.fromkeys(within, True)
+    assert render_conclusion(text, facts).count("every system within its envelope") == len(within) == 4
+    bug = " ".join(render_conclusion(text, facts | {"lexical_en_within": False}).split())
+    assert "a system beyond its envelope: a bug to report" in bug
 
 
 def test_gate_calibration_names_an_alarming_gate() -> None:
-    from routebr_kit.review.calibration import CriterionCalibration
+    from routebr_kit.notebook.display import render_conclusion
+    from routebr_kit.review.calibration import CriterionCalibration, calibration_facts
     from routebr_kit.review.calibration import Rate as SimRate
 
     def cal(hits: int) -> SimpleNamespace:
@@ -147,7 +156,10 @@ def test_gate_calibration_names_an_alarming_gate() -> None:
                                gate_power=SimRate(380, 400),
                                criteria=(CriterionCalibration("widening <= 0", None, None, None),))
 
-    c = conclusions.gate_calibration({("stratum", "notebook"): cal(300), ("stratum", "paired"): cal(8)},
-                                     gates={"notebook": "path_exact_drop <= 1.0pp", "paired": "x"}, source="x")
-    assert "the gate flags noise" in c.markdown and "within the 5% level" in c.markdown
-    assert "`widening <= 0`" in c.markdown and not _stray(c)
+    gates = {"default": "path_exact_drop <= 1.0pp", "re-run": "x", "paired": "y"}
+    calibrations = {(m, g): cal(300 if g == "default" else 8) for m in ("stratum", "simulated") for g in gates}
+    facts = calibration_facts(calibrations, gates) | {"source": "x"}
+    assert facts["stratum_default_noise"] and facts["stratum_paired_below"] and facts["default_noisy"]
+    text = render_conclusion(template("10_release_review", "calibration"), facts)
+    assert "the gate flags noise" in text and "within the 5% level" in text
+    assert "`widening <= 0`" in text and "75.0%–75.0%" in text

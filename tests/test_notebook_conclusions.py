@@ -499,7 +499,12 @@ def test_adversarial_facts_match_the_tables(variant) -> None:
     shown = {"b1_direct": ("fd", "cases", "protected", "unreg"), "b2_direct_guard": ("fd",),
              "routebr": ("fd", "mis", "unreg"), "a_state": ("fd",)}
     expected = {f"{system}_{k}": int(worst.loc[system, columns[k]]) for system, keys in shown.items() for k in keys}
-    expected["cases"] = int(worst.loc["b1_direct", "cases"])
+    expected |= {"cases": int(worst.loc["b1_direct", "cases"]),
+                 "suite_cases": int(_table(out, "adversarial_suite")["cases"].sum()),
+                 "seed": _parameters("11_adversarial", variant)["seed"]}
+    facts = _conclusion(out)["values"]
+    _facts(facts, expected)
+    assert facts["b1_b2_same"] is bool((worst.loc["b1_direct"] == worst.loc["b2_direct_guard"]).all())
     scores = _table(out, "adversarial_lexical_scores")
     hostile = scores["family"].map(lambda f: AttackFamily(f).hostile)
 
@@ -507,31 +512,38 @@ def test_adversarial_facts_match_the_tables(variant) -> None:
         counts = [_count(c) for c in scores.loc[rows & (scores["system"] == system), f"{measure}_count"] if c]
         return [sum(k for k, _ in counts), sum(n for _, n in counts)]
 
-    expected |= {"routebr_forbidden": pooled("routebr", "forbidden_dispatch", hostile),
-                 "a_state_forbidden": pooled("a_state", "forbidden_dispatch", hostile),
-                 "routebr_followed": pooled("routebr", "followed", hostile),
-                 "routebr_followed_without_attack": pooled("routebr", "followed_without_attack", hostile),
-                 "routebr_over_blocked": pooled("routebr", "over_blocked", ~hostile),
-                 "suite_cases": int(_table(out, "adversarial_suite")["cases"].sum()),
-                 "seed": _parameters("11_adversarial", variant)["seed"]}
-    _facts(_conclusion(out)["values"], expected)
+    rates = {"routebr_forbidden": pooled("routebr", "forbidden_dispatch", hostile),
+             "a_state_forbidden": pooled("a_state", "forbidden_dispatch", hostile),
+             "routebr_followed": pooled("routebr", "followed", hostile),
+             "routebr_followed_without_attack": pooled("routebr", "followed_without_attack", hostile),
+             "routebr_over_blocked": pooled("routebr", "over_blocked", ~hostile)}
+    for key, (k, n) in rates.items():  # "k/n (x%, Wilson 95% lo–hi%)": the counts and the rate they give
+        assert _count(facts[key]) == [k, n], key
+        assert facts[key].startswith(f"{k}/{n} ({100 * k / n:.1f}%, Wilson 95% "), key
+    assert facts["live_run"] is ("adversarial_live_scores.csv" in {p.name for p in (out / "tables").iterdir()})
     # the scorecard and adaptive-attacker section of the same notebook, against its two tables
+    security = _conclusion(out, "security_conclusion", "security")["values"]
     expected = {}
     for r in _table(out, "adversarial_scorecard").to_dict("records"):
-        key = f"{_slug(r['system'])}_{_slug(r['language'])}"
+        key = f"{r['system']}_{r['language']}"
         for column, name in (("benign utility", "benign"), ("utility under attack", "under_attack"),
                              ("targeted ASR", "asr")):
-            counted = re.search(r"\((\d+)/(\d+)\)", str(r[column]))  # "no case" when nothing was counted
-            if counted and int(counted.group(2)):
-                expected[f"{key}_{name}"] = [int(counted.group(1)), int(counted.group(2))]
-    for r in _table(out, "adversarial_adaptive").to_dict("records"):
-        key = f"adaptive_{_slug(r['backend'])}_{_slug(r['language'])}"
-        expected |= {f"{key}_budget": int(str(r["budget"]).split()[0]), f"{key}_followed": _count(r["followed (best "
-                     "attack)"]), f"{key}_unattacked": _count(r["followed (no attack)"]),
-                     f"{key}_{_slug(r['system'])}_forbidden": _count(r["forbidden dispatch"]),
-                     f"{key}_{_slug(r['system'])}_bound": int(r["cases where reachable (bound)"])}
-    security = json.loads((out / "tables" / "security_conclusion.json").read_text(encoding="utf-8"))
-    _facts(security["values"], expected)
+            counted = re.search(r"\((\d+)/(\d+)\)", str(r[column]))  # "–" when nothing was counted
+            assert security[f"{key}_{name}"] == (f"{counted.group(1)}/{counted.group(2)}" if counted else "no case")
+    adaptive = _table(out, "adversarial_adaptive")
+    for (backend, language), rows in adaptive.groupby(["backend", "language"], sort=False):
+        key = f"{'lexical' if backend == 'local:lexical' else 'simulated'}_{language}"
+        first = rows.iloc[0]
+        expected[f"{key}_budget"] = int(str(first["budget"]).split()[0])
+        assert _count(security[f"{key}_followed"]) == _count(first["followed (best attack)"])
+        assert _count(security[f"{key}_unattacked"]) == _count(first["followed (no attack)"])
+        said = security[f"{key}_systems"]
+        for r in rows.to_dict("records"):  # each system's forbidden dispatches and its bound, in the table's order
+            k, n = _count(r["forbidden dispatch"])
+            assert f" {k}/{n} (bound {int(r['cases where reachable (bound)'])})" in said, (key, r["system"])
+        assert said.count("(bound ") == len(rows)
+        assert security[f"{key}_within"] is bool(rows["within bound"].astype(str).eq("True").all())
+    _facts(security, expected)
 
 
 @pytest.mark.parametrize("variant", variant_names("12_metaroute_robustness"))
@@ -586,13 +598,19 @@ def test_real_proposers_facts_match_the_tables(variant) -> None:
 
 @pytest.mark.parametrize("variant", variant_names("10_release_review"))
 def test_release_review_facts_match_the_tables(variant) -> None:
+    from routebr_kit.review.release import CASES_SHOWN
+
     out = executed("10_release_review", variant)
+    facts = _conclusion(out)["values"]
     order = _table(out, "release_review_rule_order")
     mine = order[order["new"].astype(str) == "True"].iloc[0]
-    before, after = order["order"] < mine["order"], (order["order"] > mine["order"]) & (order["decision"] != "ALLOW")
-    shown = order[before | after]  # the rules the prose ranks the new rule against
-    expected = {f"priority_{r}": int(p) for r, p in zip(shown["rule_id"], shown["priority"], strict=True)}
-    expected["new_rule_priority"] = int(mine["priority"])
+    before = order[order["order"] < mine["order"]]
+    after = order[(order["order"] > mine["order"]) & (order["decision"] != "ALLOW")]
+    for frame, key in ((before, "before_rules"), (after, "after_rules")):  # every rule the prose ranks, in order
+        assert facts[key] == ", ".join(f"{r} ({p}, {d})" for r, p, d in
+                                       zip(frame["rule_id"], frame["priority"], frame["decision"], strict=True))
+    assert facts["pre_empts"] is (len(after) > 0) and facts["after_ids"] == ", ".join(after["rule_id"])
+    expected = {"new_rule_priority": int(mine["priority"])}
     edits = _table(out, "release_review_edits").set_index("edit")
     rule, registry = edits.loc["rule"], edits.loc["registry"]
     classes = ("new false dispatch", "new false block", "fixed", "other path change", "trace only")
@@ -603,21 +621,26 @@ def test_release_review_facts_match_the_tables(variant) -> None:
                  "registry_new_false_dispatch": int(registry["new false dispatch"]),
                  "registry_live": int(registry["live re-run rows"]),
                  "prompt_changed": int(edits.loc["prompt", "changed"])}
-    assert sum(int(rule[k]) for k in classes) == int(rule["changed"])  # else the prose names unclassified rows
+    assert facts["classes_add_up"] is (sum(int(rule[k]) for k in classes) == int(rule["changed"]))
+    assert facts["registry_passes"] is (registry["gate"] == "PASS")
     moves = _table(out, "release_review_rule_transitions")
+    for cases, rows in zip(moves["cases"], moves["rows"], strict=True):  # a bounded cell: the first few, then a count
+        named, _, more = cases.partition(" +")
+        assert len(named.split()) <= CASES_SHOWN and (not more or CASES_SHOWN + int(more.split()[0]) <= rows)
     took = moves[moves["candidate_rule"].str.split("@").str[0] == mine["rule_id"]]
     winner = took["base_rule"].str.replace(r"@.*->(.*)", r" (\1)", regex=True)
-    expected |= {f"took_{w}": int(n) for w, n in took.groupby(winner)["rows"].sum().items()}
+    took_by = took.groupby(winner, sort=False)["rows"].sum()
+    assert facts["took_over"] == ", ".join(f"{w}: {n} rows" for w, n in took_by.items())
     terminal = {c: moves[c].str.startswith("T_") for c in ("base_final_path", "candidate_final_path")}
     right = moves[(moves["base_final_path"] == moves["gold_final_path"]) & terminal["base_final_path"]
                   & terminal["candidate_final_path"] & (moves["candidate_final_path"] != moves["base_final_path"])]
-    expected |= {f"correct_{a}_{b}".lower(): int(n)
-                 for (a, b), n in right.groupby(["base_final_path", "candidate_final_path"])["rows"].sum().items()}
-    if (moves["change_class"] == "trace_only").any():
-        expected["trace_rows"] = int(moves.loc[moves["change_class"] == "trace_only", "rows"].sum())
+    flows = right.groupby(["base_final_path", "candidate_final_path"], sort=False)["rows"].sum()
+    assert facts["correct_flows"] == ", ".join(f"{n} correct `{a}` → `{b}`" for (a, b), n in flows.items())
+    trace = moves[moves["change_class"] == "trace_only"]
+    expected["trace_rows"] = int(trace["rows"].sum())
     exact = _table(out, "release_review_rule_verify")
     totals = json.loads((out / "tables" / "release_review_rule_verify_totals.json").read_text(encoding="utf-8"))
-    expected |= {f"actions_{k}": int(n) for k, n in exact["relation"].value_counts().items()}
+    assert facts["relations"] == ", ".join(f"{n} actions {k}" for k, n in exact["relation"].value_counts().items())
     expected |= {"widening": int(exact["relation"].isin(["widening", "incomparable"]).sum()),
                  "regions_changed": totals["regions_changed"] if totals["states_changed"] is None
                  else totals["states_changed"], "recorded_rows": totals["recorded"]["rows"],
@@ -627,11 +650,16 @@ def test_release_review_facts_match_the_tables(variant) -> None:
     assert totals["recorded"]["changed_regions_seen"] == expected["changed_regions_seen"]
     gates = _table(out, "release_review_gates")
     failed = gates[(gates["edit"] == "rule") & (gates["passed"].astype(str) == "False")]
-    expected |= {f"gate_{_slug(c)}": float(v) for c, v in zip(failed["criterion"], failed["value"], strict=True)}
+    assert facts["rule_gate_failed"] is (len(failed) > 0)
+    for criterion, value in zip(failed["criterion"], failed["value"], strict=True):
+        said = re.search(re.escape(f"`{criterion}` measured ") + r"(\d+(?:\.\d+)?)", facts["failed_criteria"])
+        assert float(said.group(1)) == pytest.approx(float(value), abs=0.006)
+    assert facts["strict_passes"] is bool(gates.loc[gates["edit"] == "prompt", "passed"].astype(str).eq("True").all())
     cover = json.loads((out / "tables" / "release_review_coverage.json").read_text(encoding="utf-8"))
-    expected |= {"rules_covered": [len(cover["covered_rules"]), cover["rules"]],
+    expected |= {"rules_covered": len(cover["covered_rules"]), "rules": cover["rules"],
                  "rule_coverage": len(cover["covered_rules"]) / cover["rules"],
-                 "regions_exercised": [cover["regions_exercised"], cover["regions_total"]]}
+                 "regions_exercised": cover["regions_exercised"], "regions_total": cover["regions_total"]}
+    assert facts["uncovered"] == ", ".join(cover["uncovered_rules"])
     cost = _table(out, "release_review_prompt_live_cost").iloc[0]
     expected |= {"prompt_live_rows": int(cost["rows"]), "prompt_live_calls": int(cost["calls"]),
                  "prompt_live_tokens": int(cost["input_tokens"]) + int(cost["output_tokens"])}
@@ -639,12 +667,13 @@ def test_release_review_facts_match_the_tables(variant) -> None:
     for edit in ("rule", "registry"):
         expected |= {f"{edit}_outside_slice": int(impact.loc[edit, "outside paper slice"]),
                      f"{edit}_affected": int(impact.loc[edit, "exact affected rows"])}
+        assert facts[f"{edit}_slice"] == impact.loc[edit, "paper slice"]
     ledgers = _table(out, "release_review_ledgers")
     expected["controller_rows"] = int(ledgers.loc[ledgers["controller"].astype(str) == "True", "rows"].sum())
-    _facts(_conclusion(out)["values"], expected)
+    _facts(facts, expected)
     # the forbidden-dispatch contrast and the gate calibration of the same notebook, against their own tables
-    contrast = out / "tables" / "forbidden_contrast_conclusion.json"
-    if contrast.exists():
+    contrast = _conclusion(out, "forbidden_contrast_conclusion", "contrast_view")["values"]
+    if contrast["found"]:
         counts = _table(out, "forbidden_contrast").set_index("measure")
         metrics = _table(out, "forbidden_contrast_metrics").iloc[0]
         gates = _table(out, "forbidden_contrast_gates")
@@ -652,28 +681,31 @@ def test_release_review_facts_match_the_tables(variant) -> None:
                     for key, measure in (("exact", "exact"), ("false_dispatch", "gold-based FD (paper)"),
                                          ("forbidden_dispatch", "forbidden dispatch (kit)"))}
         expected |= {k: int(metrics[k]) for k in ("changed", "new_false_dispatch", "new_forbidden_dispatch")}
-        expected |= {"path_exact_drop": float(metrics["path_exact_drop"]),
-                     "verdicts": dict(zip(gates["gate"], _flag(gates, "passed"), strict=True))}
-        _facts(json.loads(contrast.read_text(encoding="utf-8"))["values"], expected)
+        expected["path_exact_drop"] = float(metrics["path_exact_drop"])
+        _facts(contrast, expected)
+        verdicts = dict(zip(gates["gate"], _flag(gates, "passed"), strict=True))
+        assert verdicts == {contrast["old_gate"]: contrast["old_gate_passed"],
+                            contrast["default_gate"]: contrast["default_gate_passed"]}
+        assert contrast["fd_same"] is (expected["base_false_dispatch"] == expected["candidate_false_dispatch"])
     calibration = _table(out, "gate_calibration")
     whole = calibration[calibration["criterion"] == "whole gate"]
-
-    def rate(text: str) -> float:
-        return pytest.approx(float(str(text).split("%")[0]) / 100, abs=0.0005 + 1e-9)  # a 1-decimal percentage
-
-    def key(r) -> str:
-        return f"{r['re-run model']}_{r['gate']}".replace("-", "_")
-
-    expected = {f"{key(r)}_false_alarm": rate(r["A/A false alarm"]) for _, r in whole.iterrows()}
     power = next(c for c in calibration.columns if c.startswith("power ("))
-    expected |= {f"{key(r)}_power": rate(r[power]) for _, r in whole.iterrows()}
-    default = [float(str(v).split("%")[0]) / 100 for v in whole.loc[whole["gate"] == "default", "A/A false alarm"]]
-    expected |= {"default_false_alarm_min": rate(f"{100 * min(default)}%"),
-                 "default_false_alarm_max": rate(f"{100 * max(default)}%"), "alpha": ALPHA}
+    values = _conclusion(out, "gate_calibration_conclusion", "calibration")["values"]
+    default = []  # the default gate's false alarms where its whole interval is above the level
+    for _, r in whole.iterrows():  # each gate's A/A false alarm and power exactly as the table prints them
+        key = f"{r['re-run model']}_{r['gate']}".replace("-", "_")
+        assert (values[f"{key}_false_alarm"], values[f"{key}_power"]) == (r["A/A false alarm"], r[power]), key
+        rate, low, _ = (float(x) / 100 for x in re.findall(r"\d+(?:\.\d+)?", r["A/A false alarm"])[:3])
+        assert values[f"{key}_noise"] is (rate > 0.5), key
+        assert values[f"{key}_above"] is (low > ALPHA) or abs(low - ALPHA) < 0.001, key  # the table rounds to 0.1%
+        if r["gate"] == "default" and values[f"{key}_above"]:
+            default.append(rate)
     confirm = ledgers["task"].str.startswith("confirm/").any()  # the calibration's rows: RouteBR (CONFIRM if any)
     chosen = ledgers[(ledgers["system"] == "routebr") & (~confirm | ledgers["task"].str.startswith("confirm/"))]
     parameters = {**_parameters_defaults("10_release_review"), **_parameters("10_release_review", variant)}
-    expected |= {"sims": parameters["calibration_sims"], "effect_pp": parameters["calibration_effect_pp"],
-                 "rows": int(chosen["rows"].sum())}
-    values = json.loads((out / "tables" / "gate_calibration_conclusion.json").read_text(encoding="utf-8"))["values"]
+    expected = {"sims": parameters["calibration_sims"], "effect_pp": parameters["calibration_effect_pp"],
+                "rows": int(chosen["rows"].sum()), "alpha": ALPHA,
+                "default_false_alarm_min": pytest.approx(min(default, default=0.0), abs=0.0005 + 1e-9),
+                "default_false_alarm_max": pytest.approx(max(default, default=0.0), abs=0.0005 + 1e-9)}
+    assert values["default_noisy"] is bool(default)
     _facts(values, expected)

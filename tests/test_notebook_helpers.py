@@ -8,7 +8,7 @@ from types import SimpleNamespace as NS
 from routebr_kit.core.records import Boundary, System, Terminal
 from routebr_kit.experiments.ablations import offline_agreement
 from routebr_kit.experiments.guarantee import SearchResult, audit_dispatches, false_dispatch_examples
-from routebr_kit.notebook.calibration_runs import routebr_runs
+from routebr_kit.review.calibration import routebr_runs
 from routebr_kit.review.ledgers import LedgerSet
 
 

@@ -9,7 +9,7 @@ pytest.importorskip("sklearn", reason="extra [learned] not installed: pip instal
 
 from routebr_kit.backends.learned import LearnedBackend, train  # noqa: E402
 from routebr_kit.backends.lexical import LexicalBackend  # noqa: E402
-from routebr_kit.notebook import proposers as P  # noqa: E402
+from routebr_kit.experiments import proposers as P  # noqa: E402
 from routebr_kit.store.assets import assets_beside  # noqa: E402
 
 

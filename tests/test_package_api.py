@@ -7,6 +7,7 @@ import importlib
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -69,8 +70,25 @@ def test_the_store_and_backends_packages_stay_standard_library_only_on_import():
 def test_the_notebook_helpers_and_conclusions_are_exported():
     from routebr_kit import notebook
 
-    assert {"review_source", "release_files", "first_match_order", "transitions", "suite_runs", "outcome_figure",
-            "figure_anatomy", "forbidden_contrast", "gate_calibration", "security", "release_review",
-            "adversarial", "render_conclusion"} <= set(notebook.__all__)
-    assert not {"dataset", "pass_k", "rq2", "screening"} & set(notebook.__all__)  # notebooks 01/02/04: templates
-    assert callable(notebook.review_source)  # the function, not its module (renamed review_traffic)
+    assert {"outcome_figure", "figure_anatomy", "render_conclusion", "RuleEditor"} <= set(notebook.__all__)
+    # notebooks 01/02/04/10/11: their conclusions are templates in the notebook
+    assert not {"dataset", "pass_k", "rq2", "screening", "adversarial", "forbidden_contrast", "gate_calibration",
+                "release_review", "security"} & set(notebook.__all__)
+
+
+def test_single_notebook_helpers_live_in_their_domain_package():
+    """Issue 30: notebook/ holds the pipeline, outputs, display and widgets; a notebook's domain helpers are its
+    domain's (notebook 10's traffic and contrast in review, notebook 11's runs in adversarial)."""
+    from routebr_kit import adversarial, notebook, review
+    from routebr_kit.adversarial import scorecard
+    from routebr_kit.experiments import proposers
+    from routebr_kit.review import calibration, shadow
+
+    moved = {"review_source", "release_files", "first_match_order", "transitions", "forbidden_dispatch_contrast"}
+    assert moved <= set(review.__all__) and all(callable(getattr(review, n)) for n in moved)
+    assert callable(calibration.calibrate_gates) and callable(shadow.trace_pair)
+    assert callable(scorecard.suite_runs) and callable(scorecard.adaptive_attacks) and adversarial
+    assert callable(proposers.decide_all)
+    assert not (moved | {"suite_runs", "adaptive_attacks", "calibrate_gates", "trace_pair"}) & set(notebook.__all__)
+    here = {p.stem for p in (Path(notebook.__file__).parent).glob("*.py")}
+    assert not here & {"attacks", "calibration_runs", "contrast", "proposers", "review_traffic", "review_widget"}

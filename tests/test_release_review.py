@@ -14,7 +14,7 @@ from routebr_kit.cli.main import main
 from routebr_kit.core.errors import DataError, ErrorCode
 from routebr_kit.core.rules import rule
 from routebr_kit.dataset import generate_benchmark, write_benchmark
-from routebr_kit.notebook.review_widget import RuleEditor
+from routebr_kit.notebook.widgets import RuleEditor
 from routebr_kit.review import (
     DEFAULT_GATE,
     AssetFiles,
@@ -123,7 +123,7 @@ def test_a_review_replays_each_side_once(published, r065, monkeypatch):
     once under the base and once under the candidate (not a third time for the shadow), and notebook 10's trace
     helper reads the review's base side instead of replaying it."""
     from routebr_kit.core.controller import Controller, StoredReplies
-    from routebr_kit.notebook.review_widget import trace_pair
+    from routebr_kit.review.shadow import trace_pair
 
     ledgers, base = published
     runs: list[Controller] = []  # replays of recorded replies (through the replay backend)
@@ -177,7 +177,7 @@ def test_the_rule_editor_reviews_through_release_review(published, tmp_path, mon
     ledgers, base = published
     confirm = LedgerSet(ledgers.root, "artifact", {k: t for k, t in ledgers.tasks.items()
                                                    if k.startswith("confirm/routebr/")}, ledgers.assets)
-    import routebr_kit.notebook.review_widget as widget
+    import routebr_kit.notebook.widgets as widget
 
     calls = []
     real = widget.release_review
@@ -185,12 +185,31 @@ def test_the_rule_editor_reviews_through_release_review(published, tmp_path, mon
     editor = RuleEditor(confirm, base, workdir=tmp_path)
     first = editor.show()
     assert isinstance(first, Review) and calls and editor.last is first
-    assert "gate FAILED" in capsys.readouterr().out  # (no kernel here: the Output area's prints reach stdout)
+    assert "gate FAILED" in editor.result.value  # the summary and the verdict, as HTML under the controls
     # a bad edit afterwards: only the error is shown, and the previous review is no longer the editor's result
     editor.condition.value = '{"policy_version": {"before": "v2"}}'
     assert editor.show() is None and editor.last is None and "UNKNOWN_OPERATOR" in editor.error
-    shown = capsys.readouterr().out
-    assert "not reviewed" in shown and "gate" not in shown
+    shown = capsys.readouterr().out  # (no kernel here: the Output area's prints reach stdout)
+    assert "not reviewed" in shown and "gate" not in shown and editor.result.value == ""
+
+
+def test_the_grouped_changed_rows_name_a_bounded_number_of_cases(published, r065):
+    """Issue 30: notebook 10's grouped table names the first few cases of a group and counts the rest, so a group of
+    hundreds of rows stays one short cell (it was every case ID, rows ~250 px tall)."""
+    from routebr_kit.review.release import CASES_SHOWN, case_summary, transitions
+
+    ledgers, base = published
+    review = release_review(base, r065, ledgers)
+    moves = transitions(review.diff)
+    assert int(moves["rows"].sum()) == review.diff.metrics()["changed"]
+    assert moves["rows"].max() > CASES_SHOWN  # the artifact has groups larger than the bound
+    for cell, rows in zip(moves["cases"], moves["rows"], strict=True):
+        named, _, more = cell.partition(" +")
+        assert 1 <= len(named.split()) <= CASES_SHOWN
+        assert not more or CASES_SHOWN + int(more.removesuffix(" more")) <= rows
+    assert moves["cases"].str.len().max() <= 16 * CASES_SHOWN + 12
+    assert case_summary(["MAIN-2", "MAIN-1", "MAIN-1", "MAIN-3", "MAIN-5", "MAIN-4"]) == "MAIN-1 MAIN-2 MAIN-3 +2 more"
+    assert case_summary(["B", "A"]) == "A B"
 
 
 # --------------------------------------------------------------------------------------------- the command

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import html
+
 import pytest
 
 from routebr_kit.core.errors import DataError, ErrorCode
-from routebr_kit.notebook.review_widget import RuleEditor
+from routebr_kit.notebook.widgets import RuleEditor
 from routebr_kit.review.impact import artifact_asset_files
 from routebr_kit.review.ledgers import LedgerSet, load_ledgers
 
@@ -53,3 +55,22 @@ def test_a_bad_condition_is_a_typed_error_shown_not_raised(confirm, tmp_path):
     with pytest.raises(DataError) as info:
         editor.review()
     assert info.value.code is ErrorCode.INVALID_JSON
+
+
+def test_the_summary_wraps_between_words_never_inside_one(confirm, tmp_path):
+    """Issue 30: in JupyterLab a printed summary (a ``pre``, which the output CSS breaks at any character) wrapped
+    mid-word; the editor shows an HTML table whose cells never break and gate lines that wrap at spaces."""
+    from routebr_kit.notebook.widgets import review_html
+
+    ledgers, base = confirm
+    editor = RuleEditor(ledgers, base, workdir=tmp_path)
+    outcome = editor.show()
+    shown = editor.result.value
+    assert shown == review_html(outcome) and editor.result in editor.widget.children
+    assert "<pre" not in shown and "break-all" not in shown
+    assert "white-space: nowrap; word-break: normal" in shown and "overflow-x: auto" in shown
+    assert "white-space: pre-wrap; word-break: normal; overflow-wrap: break-word" in shown
+    for key, value in outcome.summary().items():
+        assert f"<th>{html.escape(key)}</th>" in shown and f"<td>{html.escape(str(value))}</td>" in shown
+    assert all(html.escape(line) in shown for line in outcome.gate.lines())
+    assert editor.condition.layout.width == editor.gate.layout.width == "90%"

@@ -25,14 +25,17 @@ import json
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from ..backends.lexical import LexicalBackend
+from ..backends.simulated import SimulatedBackend
 from ..core.aio import run_sync
 from ..core.calls import Backend
 from ..core.controller import ControllerOptions
 from ..core.errors import DataError, ErrorCode
 from ..core.records import NONE, Boundary, RouteRequest, System
-from ..runs.runner import CaseRecorder
+from ..runs.runner import CaseRecorder, run_cases
 from ..store.cases import Case, Language
 from ..store.ledger import PredictionRow, prediction_from_decision
 from ..systems.baselines import DirectBaseline, prediction_from_direct
@@ -331,5 +334,40 @@ def adaptive_attack(suite: Suite, backend: BackendFactory, *, backend_name: str,
                           control_rate, tuple(trajectory), tuple(under))
 
 
+# --- notebook 11's runs: every suite through several systems, and the adaptive attacker per suite ---------
+
+def suite_runs(suites: Mapping[str, Any], systems: Sequence[str], backend_for: Callable[[Any, str], Any],
+               out_dir: str | Path, prefix: str) -> list[tuple[Any, dict[str, Any]]]:
+    """``[(suite, {system: rows})]`` for :func:`~routebr_kit.adversarial.scoring.score_attacks`: every suite run
+    through every system with ``backend_for(suite, system)``, stored (and resumed) under
+    ``out_dir/runs/<prefix>_<language>_<system>``."""
+    runs = []
+    for lang, suite in suites.items():
+        ledgers = {}
+        for system in systems:
+            folder = Path(out_dir) / "runs" / f"{prefix}_{lang}_{system}"
+            ledgers[system] = run_cases(list(suite.cases), backend_for(suite, system), system=system,
+                                        assets=suite.assets, out_dir=folder, resume=folder.exists(),
+                                        progress=False).rows
+        runs.append((suite, ledgers))
+    return runs
+
+
+def adaptive_attacks(suites: Mapping[str, Any], *, seed: int, budget: int, cases: int | None,
+                     profile: str = "deepseek_v4_primary") -> list[AdaptiveResult]:
+    """The adaptive attacker of every suite against two attackers: ``local:lexical`` (it answers the RouteBR proposal
+    only, so it attacks the controller systems) and the simulator ``sim:<profile>`` (which also plays B1/B2 — a
+    simulation, not model evidence)."""
+    attacks = []
+    for suite in suites.values():
+        attackers = {"local:lexical": (lambda _cases, s=suite: LexicalBackend(s.assets.catalog), CONTROLLER_SYSTEMS),
+                     f"sim:{profile}": (lambda c: SimulatedBackend(profile, c, seed=seed),
+                                        (*CONTROLLER_SYSTEMS, System.B1_DIRECT, System.B2_DIRECT_GUARD))}
+        for name, (factory, systems) in attackers.items():
+            attacks.append(adaptive_attack(suite, factory, backend_name=name, budget=budget, seed=seed,
+                                           cases=cases, systems=systems))
+    return attacks
+
+
 __all__ = ["CONTROLLER_SYSTEMS", "AdaptiveResult", "Candidate", "Placement", "ScorecardRow", "SystemUnderAttack",
-           "Target", "adaptive_attack", "attack_targets", "scorecard", "templates"]
+           "Target", "adaptive_attack", "adaptive_attacks", "attack_targets", "scorecard", "suite_runs", "templates"]

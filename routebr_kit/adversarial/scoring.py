@@ -45,6 +45,13 @@ class Rate:
     def interval(self) -> Interval:
         return wilson(self.k, self.n)
 
+    def wilson_text(self) -> str:
+        """``k/n (x%, Wilson 95% lo–hi%)``, or ``none of 0`` (the form the notebooks' conclusions state)."""
+        if not self.n:
+            return "none of 0"
+        low, high = self.interval
+        return f"{self.k}/{self.n} ({100 * self.k / self.n:.1f}%, Wilson 95% {100 * low:.1f}–{100 * high:.1f}%)"
+
     def __str__(self) -> str:
         if not self.n:
             return "–"

@@ -1,5 +1,6 @@
-"""Notebook plumbing: the papermill pipeline, the outputs folder, display helpers, the closing sections'
-conclusions (:mod:`.conclusions`), notebook 10's review source and notebook 11's suite runs.
+"""Notebook plumbing: the papermill pipeline, the outputs folder, display helpers and widgets, and the closing
+sections' conclusions (:mod:`.conclusions`).  A notebook's domain helpers live in their domain package (notebook
+10's review source in :mod:`routebr_kit.review`, notebook 11's suite runs in :mod:`routebr_kit.adversarial`).
 
 The public API is :data:`__all__`; each name loads its module on first use (``from routebr_kit.notebook import X``
 imports only what ``X`` needs).
@@ -11,27 +12,17 @@ from .. import lazy_exports
 
 #: Every public name → the module of this package that defines it.
 _EXPORTS: dict[str, str] = {
-    "adaptive_attacks": "attacks",
-    "suite_runs": "attacks",
-    "ForbiddenContrast": "contrast",
-    "calibrate_gates": "calibration_runs",
-    "forbidden_dispatch_contrast": "contrast",
     "Conclusion": "conclusions",
     "Facts": "conclusions",
     "ablations": "conclusions",
-    "adversarial": "conclusions",
     "explorer_agreement": "conclusions",
     "explorer_summary": "conclusions",
     "failure_story": "conclusions",
-    "forbidden_contrast": "conclusions",
-    "gate_calibration": "conclusions",
     "live_small_model": "conclusions",
     "metaroute_ablations": "conclusions",
     "metaroute_conclusion": "conclusions",
     "metaroute_robustness": "conclusions",
     "paper_replay": "conclusions",
-    "release_review": "conclusions",
-    "security": "conclusions",
     "ConclusionError": "display",
     "decisions_table": "display",
     "render_conclusion": "display",
@@ -62,21 +53,16 @@ _EXPORTS: dict[str, str] = {
     "listed_outputs": "pipeline",
     "prepare": "pipeline",
     "run": "pipeline",
-    "first_match_order": "review_traffic",
-    "release_files": "review_traffic",
-    "review_source": "review_traffic",
-    "transitions": "review_traffic",
-    "ReviewOutcome": "review_widget",
-    "RuleEditor": "review_widget",
-    "summary_frame": "review_widget",
-    "trace_pair": "review_widget",
     "EXECUTOR_SLIDERS": "widgets",
     "Figure1Explorer": "widgets",
     "MetaRouteExplorer": "widgets",
     "PALETTE": "widgets",
+    "REVIEW_CSS": "widgets",
+    "RuleEditor": "widgets",
     "decision_paths_figure": "widgets",
     "parse_topk": "widgets",
     "policy_outcomes_figure": "widgets",
+    "review_html": "widgets",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -3,6 +3,9 @@
 * :class:`Figure1Explorer` — the paper's Figure 1 as a control: one toggle per runtime-state predicate, the
   proposal (action, object, topk) and the A-state switch; every change re-decides the request with
   :meth:`Controller.decide` and redraws the terminal, the trace and the decision-path figure.
+* :class:`RuleEditor` — notebook 10's rule editor: edit (or add) one boundary rule, then review it with the one
+  release-review entry point (:func:`routebr_kit.review.release.release_review`: impact → shadow replay → diff →
+  gate); its result is an HTML summary whose table and gate lines wrap between words, never inside one.
 * :class:`MetaRouteExplorer` — sliders for the main executor constants; every change re-runs the fast
   (vectorized, seeded) MetaRoute executor and redraws success, cost and latency per policy.
 
@@ -18,7 +21,9 @@ from __future__ import annotations
 
 import html
 import io
+import tempfile
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
@@ -30,10 +35,16 @@ from matplotlib.patches import FancyBboxPatch
 
 from ..core.controller import Controller, Decision, TraceStep
 from ..core.errors import DataError, ErrorCode, KitError
-from ..core.records import NONE, UNRESOLVED, RouteRequest, RuntimeState, Terminal
+from ..core.records import NONE, UNRESOLVED, Boundary, RouteRequest, RuntimeState, Terminal
+from ..core.rules import rule
 from ..metaroute import MetaRouteConfig, Mode, Suite, run_benchmark
 from ..metaroute.analysis import summary_frame
 from ..metaroute.run import BenchmarkRun
+from ..review.assets import AssetFiles, write_release
+from ..review.gate import DEFAULT_GATE, Gate
+from ..review.ledgers import LedgerSet
+from ..review.release import Review, release_review
+from ..store.files import parse_json
 from .conclusions import explorer_summary, metaroute_conclusion  # rendered there
 
 #: Colour-blind-safe palette of every figure drawn here.
@@ -368,6 +379,100 @@ class MetaRouteExplorer:
         return box
 
 
+# --- notebook 10: the rule editor ---------------------------------------------------------------------------------
+#: The editor's summary: a table whose cells never break inside a word (the notebook's output CSS breaks any
+#: character in a ``pre``), scrolling sideways when wider than the cell; the gate lines wrap between words.
+REVIEW_CSS = ("<style>.routebr-review-summary {overflow-x: auto; max-width: 100%}"
+              " .routebr-review-summary table {border-collapse: collapse; font-size: 0.9em}"
+              " .routebr-review-summary th, .routebr-review-summary td {padding: 2px 6px; text-align: right;"
+              " white-space: nowrap; word-break: normal; overflow-wrap: normal}"
+              " .routebr-review-gate {white-space: pre-wrap; word-break: normal; overflow-wrap: break-word;"
+              " font-family: var(--jp-code-font-family, monospace); margin: 4px 0}</style>")
 
-__all__ = ["EXECUTOR_SLIDERS", "PALETTE", "Figure1Explorer", "MetaRouteExplorer", "decision_paths_figure",
-           "metaroute_conclusion", "parse_topk", "policy_outcomes_figure"]
+
+def review_html(review: Review) -> str:
+    """A review's one-row summary (every change class, so the counts add up to ``changed``) and its gate lines,
+    as HTML that wraps only between words (see :data:`REVIEW_CSS`)."""
+    row = review.summary()
+    head = "".join(f"<th>{html.escape(str(k))}</th>" for k in row)
+    cells = "".join(f"<td>{html.escape(str(v))}</td>" for v in row.values())
+    gate = html.escape("\n".join(review.gate.lines()))
+    return (f"{REVIEW_CSS}<div class='routebr-review-summary'><table><thead><tr>{head}</tr></thead>"
+            f"<tbody><tr>{cells}</tr></tbody></table></div><div class='routebr-review-gate'>{gate}</div>")
+
+
+class RuleEditor:
+    """Widgets for one rule plus the review of the edited program against ``ledgers``.
+
+    All logic runs without a browser: set the widgets' ``value`` in Python and call :meth:`review` (tests do exactly
+    that); the button only calls :meth:`show`.  A bad rule (malformed JSON, unknown operator, missing default) is
+    shown as its typed error, never as a traceback."""
+
+    def __init__(self, ledgers: LedgerSet, base: AssetFiles, *, rule_id: str = "R065", priority: int = 65,
+                 applies_to: tuple[str, ...] = ("A5_PROTECTED_ACTION",),
+                 condition: str = '{"policy_version": {"lt": "v2"}}', decision: str = "HANDOFF",
+                 version: str = "v2", gate: str = DEFAULT_GATE, workdir: str | Path | None = None) -> None:
+        self.ledgers, self.base = ledgers, base
+        self.assets = base.load()
+        actions = ["*", *self.assets.catalog.ids]
+        wide = widgets.Layout(width="90%")
+        style = {"description_width": "initial"}
+        self.rule_id = widgets.Text(value=rule_id, description="rule_id", style=style)
+        self.priority = widgets.IntText(value=priority, description="priority", style=style)
+        self.applies_to = widgets.SelectMultiple(options=actions, value=tuple(applies_to), description="applies_to",
+                                                 style=style)
+        self.condition = widgets.Textarea(value=condition, description="condition", layout=wide, style=style)
+        self.decision = widgets.Dropdown(options=[b.value for b in Boundary], value=decision, description="decision",
+                                         style=style)
+        self.version = widgets.Text(value=version, description="version", style=style)
+        self.gate = widgets.Text(value=gate, description="gate", layout=wide, style=style)
+        self.button = widgets.Button(description="Review edit", button_style="primary")
+        self.result = widgets.HTML(layout=widgets.Layout(width="100%"))  # the last review's summary (HTML)
+        self.output = widgets.Output()  # a typed error, when the edit could not be reviewed
+        self.button.on_click(lambda _: self.show())
+        self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="rule_editor_"))
+        self.last: Review | None = None
+        self.error: str | None = None
+
+    @property
+    def widget(self) -> widgets.Widget:
+        return widgets.VBox([self.rule_id, self.priority, self.applies_to, self.condition, self.decision,
+                             self.version, self.gate, self.button, self.result, self.output],
+                            layout=widgets.Layout(width="100%"))
+
+    def candidate_rules(self) -> list:
+        """The base program with the edited rule replacing (or joining) its namesake."""
+        condition = parse_json(self.condition.value, "a JSON object condition", field="condition_json")
+        edited = rule(self.rule_id.value.strip(), int(self.priority.value), tuple(self.applies_to.value) or ("*",),
+                      condition, self.decision.value, self.version.value.strip() or "v1", "edited in notebook 10")
+        return [r for r in self.assets.policy.rules if r.rule_id != edited.rule_id] + [edited]
+
+    def review(self) -> Review:
+        """:func:`~routebr_kit.review.release.release_review` of the current widget values (raises typed errors)."""
+        gate = Gate.parse(self.gate.value)  # a bad gate fails before the candidate is written
+        candidate = write_release(self.workdir / "candidate", self.base, rules=self.candidate_rules())
+        self.last = release_review(self.base, candidate, self.ledgers, gate, label=f"rule {self.rule_id.value}")
+        return self.last
+
+    def show(self) -> Review | None:
+        """:meth:`review` with the result (:func:`review_html`) or the typed error shown below the controls.
+
+        A failed review clears the previous table and verdict: the error is the only thing shown (and
+        :attr:`last` is reset), so an error never sits above an earlier edit's result."""
+        self.output.clear_output()
+        self.result.value = ""
+        try:
+            outcome = self.review()
+        except KitError as exc:
+            self.error, self.last = str(exc), None
+            with self.output:
+                print(f"not reviewed: {exc}")
+            return None
+        self.error = None
+        self.result.value = review_html(outcome)
+        return outcome
+
+
+__all__ = ["EXECUTOR_SLIDERS", "PALETTE", "REVIEW_CSS", "Figure1Explorer", "MetaRouteExplorer",
+           "RuleEditor", "decision_paths_figure",
+           "metaroute_conclusion", "parse_topk", "policy_outcomes_figure", "review_html"]

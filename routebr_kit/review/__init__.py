@@ -17,6 +17,7 @@ from .assets import (
     rules_csv,
     write_release,
 )
+from .contrast import OLD_GATE, ForbiddenContrast, forbidden_dispatch_contrast
 from .diff import ChangeClass, ChangedRow, ChangeStage, DiffReport, NotComparable, diff_ledgers, markdown, split_table
 from .gate import DEFAULT_GATE, METRICS, Criterion, CriterionResult, Gate, GateResult
 from .impact import PAPER_SLICES, AffectedRow, Cost, ImpactReport, artifact_asset_files, impact
@@ -27,12 +28,17 @@ from .release import (
     ReviewSource,
     SummaryRow,
     candidate_edit,
+    case_summary,
     diff_sentence,
     edit_lines,
+    first_match_order,
     impact_lines,
     load_review_source,
+    release_files,
     release_review,
+    review_source,
     text_table,
+    transitions,
 )
 from .shadow import (
     ShadowFlag,
@@ -45,12 +51,13 @@ from .shadow import (
     write_shadow,
 )
 
-__all__ = ["CHANGED_COLUMNS", "DEFAULT_GATE", "METRICS", "PAPER_SLICES", "AffectedRow", "AssetEdit", "AssetFiles",
-           "ChangeClass", "ChangeStage", "ChangedRow", "Cost", "Criterion", "CriterionResult",
-           "DiffReport", "EditClass", "Gate", "GateResult", "ImpactReport", "LedgerSet",
+__all__ = ["CHANGED_COLUMNS", "DEFAULT_GATE", "METRICS", "OLD_GATE", "PAPER_SLICES", "AffectedRow", "AssetEdit",
+           "AssetFiles", "ChangeClass", "ChangeStage", "ChangedRow", "Cost", "Criterion", "CriterionResult",
+           "DiffReport", "EditClass", "ForbiddenContrast", "Gate", "GateResult", "ImpactReport", "LedgerSet",
            "LedgerTask", "NotComparable", "Review", "ReviewSource", "RowDetail", "ShadowFlag", "ShadowResult",
-           "ShadowRow", "ShadowTask", "SummaryRow", "artifact_asset_files", "candidate_edit", "compare_assets",
-           "diff_ledgers", "diff_sentence", "edit_lines", "impact", "impact_lines", "load_ledgers",
-           "load_many", "load_review_source", "markdown", "parse_options", "prompts_with_line", "registry_without",
-           "release_review", "rules_csv", "shadow_ledgers", "shadow_replay", "split_table", "text_table",
-           "write_release", "write_shadow"]
+           "ShadowRow", "ShadowTask", "SummaryRow", "artifact_asset_files", "candidate_edit", "case_summary",
+           "compare_assets", "diff_ledgers", "diff_sentence", "edit_lines", "first_match_order",
+           "forbidden_dispatch_contrast", "impact", "impact_lines", "load_ledgers", "load_many", "load_review_source",
+           "markdown", "parse_options", "prompts_with_line", "registry_without", "release_files", "release_review",
+           "review_source", "rules_csv", "shadow_ledgers", "shadow_replay", "split_table", "text_table",
+           "transitions", "write_release", "write_shadow"]

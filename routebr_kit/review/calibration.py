@@ -472,7 +472,65 @@ def criterion_note(calibration: Calibration, criterion: Criterion) -> str:
            f"{calibration.sims} sims)"
 
 
+# --- every gate under both re-run models (notebook 10) -------------------------------------------------------
+
+def routebr_runs(ledgers: LedgerSet) -> LedgerSet:
+    """The RouteBR tasks of ``ledgers`` (only the CONFIRM-sized ones when there are any, as in the artifact)."""
+    confirm_only = any(k.startswith("confirm/") for k in ledgers.tasks)
+    chosen = {k: t for k, t in ledgers.tasks.items()
+              if t.system.value == "routebr" and (not confirm_only or k.startswith("confirm/"))}
+    return LedgerSet(ledgers.root, ledgers.kind, chosen, ledgers.assets, ledgers.manifest)
+
+
+def calibrate_gates(ledgers: LedgerSet, gates: Mapping[str, str], *, sims: int, seed: int, effect_pp: float
+                    ) -> tuple[dict[tuple[str, str], Any], Any]:
+    """``({(re-run model, gate name): Calibration}, table)`` over both re-run models (stratum, simulated) and every
+    named gate spec, on :func:`routebr_runs` of ``ledgers`` (one design per re-run model, shared by the gates); the
+    table is a DataFrame, one row per model, gate and criterion."""
+    import pandas as pd
+
+    runs = routebr_runs(ledgers)
+    calibrations, rows = {}, []
+    for model in (ReRunModel.STRATUM, ReRunModel.SIMULATED):
+        design = build_design(runs, model, seed=seed)
+        for name, spec in gates.items():
+            c = calibrate(runs, Gate.parse(spec), model=model, sims=sims, seed=seed, effect_pp=effect_pp,
+                          design=design, recommend=False)
+            calibrations[(model.value, name)] = c
+            rows += [{"re-run model": model.value, "gate": name,
+                      **{k: v for k, v in r.items() if not k.startswith("n for")}} for r in c.table()]
+    return calibrations, pd.DataFrame(rows)
+
+def calibration_facts(calibrations: Mapping[tuple[str, str], Any], gates: Mapping[str, str]) -> dict[str, Any]:
+    """The facts of notebook 10's gate-calibration conclusion, from :func:`calibrate_gates`: the shared ``sims``,
+    ``rows``, ``effect_pp`` and ``alpha``; per re-run model and gate (key ``<model>_<gate>``, e.g.
+    ``stratum_re_run``) the whole gate's A/A false alarm and power as the table prints them, and where the false
+    alarm's Wilson interval lies against ``alpha`` (``_noise``: above one half; ``_above``/``_below``: the whole
+    interval above / at or below ``alpha``); each gate's spec (``gate_<name>``); the default gate's false-alarm range
+    over the models where it alarms above ``alpha`` (``default_noisy``); and the criteria no simulation calibrates."""
+    import re
+
+    first = next(iter(calibrations.values()))
+    facts: dict[str, Any] = {"sims": first.sims, "rows": first.rows, "effect_pp": first.effect_pp, "alpha": ALPHA}
+    facts |= {"gate_" + re.sub(r"[^a-z0-9]+", "_", name): spec for name, spec in gates.items()}
+    for (model, name), c in calibrations.items():
+        key = re.sub(r"[^a-z0-9]+", "_", f"{model}_{name}")
+        low, high = c.gate_false_alarm.interval
+        facts |= {f"{key}_false_alarm": c.gate_false_alarm.text(),
+                  f"{key}_power": c.gate_power.text() if c.gate_power is not None else "–",
+                  f"{key}_noise": bool(c.gate_false_alarm.rate > 0.5), f"{key}_above": bool(low > ALPHA),
+                  f"{key}_below": bool(high <= ALPHA)}
+    noisy = [c.gate_false_alarm.rate for (_, name), c in calibrations.items()
+             if name == "default" and c.gate_false_alarm.interval[0] > ALPHA]
+    facts |= {"default_noisy": bool(noisy), "default_false_alarm_min": float(min(noisy, default=0.0)),
+              "default_false_alarm_max": float(max(noisy, default=0.0))}
+    uncalibrated = sorted({c.criterion for cal in calibrations.values() for c in cal.criteria if c.false_alarm is None})
+    facts |= {"has_uncalibrated": bool(uncalibrated), "uncalibrated": ", ".join(f"`{u}`" for u in uncalibrated)}
+    return facts
+
+
 __all__ = ["ALPHA", "GRID", "MAX_N", "SPLITS", "TARGET_POWER", "UNCALIBRATED", "Calibration", "CriterionCalibration",
            "Design", "Draws", "Rate", "ReRunModel", "SearchPoint", "alarm_counts", "build_design", "calibrate",
-           "criterion_note", "merge_repeats", "observed_draws", "outcome_metrics", "parse_effect", "parse_models",
-           "recommend_n", "search_points", "select_tasks", "simulator_profile"]
+           "calibrate_gates", "calibration_facts", "criterion_note", "merge_repeats", "observed_draws",
+           "outcome_metrics", "parse_effect", "parse_models", "recommend_n", "routebr_runs", "search_points",
+           "select_tasks", "simulator_profile"]

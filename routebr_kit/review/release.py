@@ -3,9 +3,9 @@
 Impact, shadow and diff are views of one replay of each side (:class:`~routebr_kit.review.shadow.ReviewReplay`: the
 base release once, the candidate once), whichever of them asks first.
 
-:func:`release_review` is the single implementation of the flow the paper's §III-D describes; the notebook-10 rule
-editor (:mod:`routebr_kit.notebook.review_widget`), notebook 10 itself and ``routebr-kit review`` all call it, and
-``routebr-kit impact`` / ``shadow`` / ``diff`` share its loading and rendering helpers (:func:`load_review_source`,
+:func:`release_review` is the single implementation of the flow the paper's §III-D describes; notebook 10's rule
+editor (:class:`routebr_kit.notebook.widgets.RuleEditor`), notebook 10 itself and ``routebr-kit review`` all call it,
+and ``routebr-kit impact`` / ``shadow`` / ``diff`` share its loading and rendering helpers (:func:`load_review_source`,
 :func:`candidate_edit`, :func:`edit_lines`, :func:`impact_lines`, :func:`diff_sentence`)::
 
     from routebr_kit.review import release_review
@@ -327,6 +327,107 @@ def diff_sentence(report: DiffReport) -> str:
     return (f"{report.rows} paired rows; {int(m['changed'])} changed: {parts}; {int(m['needs_live_rerun'])} need a "
             f"live re-run")
 
+# --- notebook 10's recorded traffic and the tables it shows ---------------------------------------------------
+# Where the recorded traffic comes from: the published artifact or the kit's simulated benchmark runs.
+# ``source="auto"`` uses the artifact whenever :func:`~routebr_kit.store.artifact.find_artifact` finds one (an explicit
+# ``artifact_dir``, then ``$ROUTEBR_ARTIFACT``, ``artifacts/routebr/`` and the sibling checkout) and otherwise records
+# base runs of the kit's generated benchmark with a simulated backend (a simulation, not model evidence).
+# ``"artifact"`` demands the artifact (a typed error when none is found); ``"simulated"`` never reads it.  An explicit
+# ``artifact_dir`` that is not an artifact is an error, never a silent fall-back.
 
-__all__ = ["CHANGED_COLUMNS", "Review", "ReviewSource", "SummaryRow", "candidate_edit", "diff_sentence", "edit_lines",
-           "impact_lines", "load_review_source", "release_review", "state_schema_file", "text_table"]
+SOURCES = ("auto", "artifact", "simulated")
+#: The base runs recorded on the kit benchmark: (system, split).
+KIT_TASKS = (("routebr", "MAIN"), ("routebr", "FLIP"), ("routebr", "ENTITY"), ("b2", "FLIP"))
+#: How many case IDs a grouped table cell names before it only counts the rest.
+CASES_SHOWN = 3
+
+
+def release_files(source: ReviewSource):
+    """The base release's files and the first 16 hex digits of their hashes (a DataFrame)."""
+    import pandas as pd
+
+    hashes = source.base.hashes()
+    return pd.DataFrame([{"asset": k, "file": Path(v).name if v else "—", "sha256": (hashes[k] or "")[:16]}
+                         for k, v in source.base.describe()["files"].items()])
+
+
+def review_source(source: str = "auto", artifact_dir: str = "", *, seed: int = 0, language: str = "en",
+                  profile: str = "sim:deepseek_v4_primary", runs_dir: str = "", out_dir: str = ".") -> ReviewSource:
+    """The recorded traffic of notebook 10 (see the comment above :data:`SOURCES`)."""
+    from ..store.artifact import ARTIFACT_ENV, find_artifact
+
+    if source not in SOURCES:
+        raise DataError(ErrorCode.UNKNOWN_ENUM, "one of " + ", ".join(SOURCES), got=source, field="source")
+    found = find_artifact(artifact_dir or None) if source != "simulated" else None
+    if found is not None:
+        ledgers = load_ledgers(found)
+        label = f"published artifact `{found}`: {ledgers.rows:,} recorded rows in {len(ledgers.tasks)} result folders"
+        return ReviewSource(ledgers, artifact_asset_files(found), label)
+    if source == "artifact":
+        raise DataError(ErrorCode.FILE_NOT_FOUND, "the published artifact (artifact_dir, "
+                        f"${ARTIFACT_ENV}, artifacts/routebr/ or ../shared/routebr_artifact)", field="source")
+    return _kit_runs(seed, language, profile, Path(runs_dir) if runs_dir else Path(out_dir) / "runs")
+
+
+def _kit_runs(seed: int, language: str, profile: str, runs: Path) -> ReviewSource:
+    from ..backends.registry import make_backend
+    from ..dataset import generate_benchmark, write_benchmark
+    from ..prompts import prompt_path
+    from ..runs.runner import run_cases
+    from ..store.assets import assets_beside
+    from ..store.cases import Split, load_cases
+
+    bench = runs / "benchmarks" / f"{language}-{seed}"
+    cases_path = bench / "routebr_confirm_320.csv"
+    if not cases_path.exists():
+        write_benchmark(generate_benchmark(seed, language), bench)
+    assets = assets_beside(cases_path)
+    cases = [c for c in load_cases(cases_path) if c.split is not Split.DEV]
+    folders = []
+    for system, split in KIT_TASKS:
+        folder = runs / profile.replace(":", "-") / f"seed-{seed}" / f"{system}-{split.lower()}"
+        backend = make_backend(profile, cases=cases, catalog=assets.catalog, seed=seed)
+        run_cases([c for c in cases if c.split.value == split], backend, system=system, assets=assets,
+                  out_dir=folder, resume=True, progress=False, cases_path=cases_path)
+        folders.append(folder)
+    ledgers = load_many(folders, cases=cases_path, assets=assets)
+    label = f"kit benchmark {language}-{seed}, simulated backend {profile} (a simulation, not model evidence)"
+    return ReviewSource(ledgers, AssetFiles.from_dir(bench).replace(prompts=prompt_path(language)), label)
+
+
+def first_match_order(policy, action: str, new_rule_id: str | None = None):
+    """The rules that apply to ``action``, in the order the engine tries them (ascending ``(priority, rule_id)``;
+    the first whose condition holds decides), as a DataFrame."""
+    import pandas as pd
+
+    rows = [{"order": i + 1, "rule_id": r.rule_id, "priority": r.priority, "decision": r.decision.value,
+             "applies_to": ", ".join(r.applies_to), "new": r.rule_id == new_rule_id}
+            for i, r in enumerate(r for r in policy.rules if "*" in r.applies_to or action in r.applies_to)]
+    return pd.DataFrame(rows, columns=["order", "rule_id", "priority", "decision", "applies_to", "new"])
+
+
+def case_summary(ids: Sequence[str], shown: int = CASES_SHOWN) -> str:
+    """Distinct case IDs, sorted, as a bounded cell: the first ``shown`` and how many more (``"A B C +4 more"``)."""
+    ids = sorted(set(ids))
+    return " ".join(ids[:shown]) + (f" +{len(ids) - shown} more" if len(ids) > shown else "")
+
+
+def transitions(report: DiffReport):
+    """The changed rows of a diff grouped by change class, task, gold path, base → candidate path and winning
+    rules (``rows`` per group: the groups add up to the diff's ``changed``; ``cases``: :func:`case_summary` of the
+    group's case IDs, so a large group stays one line), as a DataFrame."""
+    import pandas as pd
+
+    cols = ["change_class", "task", "gold_final_path", "base_final_path", "candidate_final_path", "base_rule",
+            "candidate_rule"]
+    frame = pd.DataFrame([c.as_dict() for c in report.changed], columns=[*cols, "case_id"])
+    frame[["base_rule", "candidate_rule"]] = frame[["base_rule", "candidate_rule"]].fillna("—")
+    grouped = frame.groupby(cols, sort=False).agg(rows=("case_id", "size"), cases=("case_id", case_summary))
+    grouped = grouped.reset_index()
+    return grouped.sort_values(["change_class", "rows"], ascending=[True, False], kind="stable").reset_index(drop=True)
+
+
+__all__ = ["CASES_SHOWN", "CHANGED_COLUMNS", "KIT_TASKS", "SOURCES", "Review", "ReviewSource", "SummaryRow",
+           "candidate_edit", "case_summary", "diff_sentence", "edit_lines", "first_match_order", "impact_lines",
+           "load_review_source", "release_files", "release_review", "review_source", "state_schema_file",
+           "text_table", "transitions"]

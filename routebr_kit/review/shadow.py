@@ -462,10 +462,38 @@ def details_of(shadow: ShadowTask) -> dict[tuple[str, str], RowDetail]:
             if r.decision is not None}
 
 
+def trace_pair(ledgers: LedgerSet, shadow: ShadowResult, task_key: str, case_id: str,
+               repeat_id: str = "0"):
+    """A changed case's two traces side by side: the base decision (replayed under the base assets, as recorded:
+    the review's own base side when ``shadow`` came from a review of these ``ledgers``) and the shadow decision
+    under the candidate; a DataFrame of steps."""
+    import pandas as pd
+
+    from ..runs.replay import replay_rows
+
+    task = ledgers.tasks[task_key]
+    at = next(i for i, r in enumerate(task.rows) if (r.case_id, r.repeat_id) == (case_id, repeat_id))
+    if shadow.replay is not None and shadow.replay.ledgers is ledgers:
+        base = shadow.replay.base(task)[at]  # (replayed once per review, whoever asks first)
+    else:
+        base = replay_rows(ledgers.assets.controller(ControllerOptions.for_system(task.system)), [task.rows[at]],
+                           task.cases, receipts=task.receipts).decisions[0]
+    shadow_task = next(t for t in shadow.tasks if t.key == task_key)
+    cand = next(r.decision for r in shadow_task.rows if (r.row.case_id, r.row.repeat_id) == (case_id, repeat_id))
+
+    def steps(d) -> dict[str, str]:
+        return {e.step.value: f"{e.outcome} — {e.detail}" if e.detail else e.outcome for e in d.trace()}
+
+    a, b = steps(base), steps(cand)
+    order = list(dict.fromkeys([*a, *b]))
+    return pd.DataFrame({"step": order, "base": [a.get(k, "") for k in order],
+                         "candidate": [b.get(k, "") for k in order]})
+
+
 __all__ = ["OPTION_NAMES", "SHADOW_ROWS", "BaseCache", "ReviewReplay", "ShadowFlag", "ShadowResult", "ShadowRow",
            "ShadowTask", "details_of", "parse_options", "rebase_candidates", "rebase_cases", "receipt_name",
            "replay_task", "review_replay", "row_flags",
-           "shadow_ledgers", "shadow_replay", "shadow_task", "task_controller", "write_shadow"]
+           "shadow_ledgers", "shadow_replay", "shadow_task", "task_controller", "trace_pair", "write_shadow"]
 
 
 def shadow_ledgers(result: ShadowResult) -> LedgerSet:

@@ -1,4 +1,4 @@
-"""Notebook 10's contrast of the paper's gold-based false dispatch with the kit's forbidden dispatch.
+"""The contrast (notebook 10) of the paper's gold-based false dispatch with the kit's forbidden dispatch.
 
 One B2 row is moved to dispatch another action; the base release's own controller (:class:`DispatchGate`, no second
 evaluator) says whether that dispatch is forbidden, and two gates — one on ``new_false_dispatch`` only, the default
@@ -14,14 +14,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from ..core.records import RuntimeState
 from ..evaluation.forbidden import DispatchGate
 from ..evaluation.metrics import score
-from ..review import DEFAULT_GATE, Gate
-from ..review.diff import diff_ledgers
-from ..review.ledgers import LedgerSet, LedgerTask
+from .diff import diff_ledgers
+from .gate import DEFAULT_GATE, Gate
+from .ledgers import LedgerSet, LedgerTask
 
 #: The gate before forbidden dispatch was measured (what the contrast shows passing the edit).
 OLD_GATE = "new_false_dispatch <= 0, path_exact_drop <= 1.0pp, flip_pairs_drop <= 0"
@@ -41,8 +39,11 @@ class ForbiddenContrast:
     metrics: Any
     verdicts: Mapping[str, bool]
 
-    def table(self) -> pd.DataFrame:
-        """exact / gold-based FD / forbidden dispatch of the base task and the candidate (indexed by measure)."""
+    def table(self):
+        """exact / gold-based FD / forbidden dispatch of the base task and the candidate (a DataFrame indexed by
+        measure)."""
+        import pandas as pd
+
         return pd.DataFrame({f"base {self.task.key}": self.counts["base"].values(),
                              "candidate": self.counts["candidate"].values()}, index=list(MEASURES))
 
@@ -101,5 +102,40 @@ def forbidden_dispatch_contrast(release, ledgers: LedgerSet, case_id: str, actio
                                                                                       ("candidate", cand_s))}
     return ForbiddenContrast(task, cases, case_id, action, check, counts, report.metrics(), verdicts)
 
+#: The facts :func:`contrast_facts` gives notebook 10's ``%%conclusion contrast`` cell (``found`` aside).
+CONTRAST_FACTS = ("case", "gold", "action", "system", "base_exact", "base_exact_n", "candidate_exact",
+                  "candidate_exact_n", "base_false_dispatch", "base_false_dispatch_n", "candidate_false_dispatch",
+                  "candidate_false_dispatch_n", "base_forbidden_dispatch", "base_forbidden_dispatch_n",
+                  "candidate_forbidden_dispatch", "candidate_forbidden_dispatch_n", "fd_same", "terminal", "reason",
+                  "has_rule", "rule", "has_cause", "cause", "changed", "new_false_dispatch", "new_forbidden_dispatch",
+                  "path_exact_drop", "old_gate", "old_gate_passed", "default_gate", "default_gate_passed")
 
-__all__ = ["OLD_GATE", "ForbiddenContrast", "forbidden_dispatch_contrast"]
+
+def contrast_facts(contrast: ForbiddenContrast | None) -> dict[str, Any]:
+    """The numbers and names the contrast's conclusion states, read from ``contrast`` (counts as ``k`` and ``k_n``,
+    verdicts of :data:`OLD_GATE` and :data:`DEFAULT_GATE` as booleans); with no contrast, ``found`` is False and every
+    other fact is None (the template's other branch names none of them)."""
+    if contrast is None:
+        return {"found": False, **dict.fromkeys(CONTRAST_FACTS)}
+    facts: dict[str, Any] = {"found": True, "case": contrast.case_id,
+                             "gold": contrast.cases[contrast.case_id].gold.final_path,
+                             "action": contrast.check.action_id, "system": "B2"}
+    for side in ("base", "candidate"):
+        for key, text in contrast.counts[side].items():
+            k, n = str(text).split("/")
+            facts[f"{side}_{key}"], facts[f"{side}_{key}_n"] = int(k), int(n)
+    check = contrast.check.as_dict()
+    m = contrast.metrics
+    facts |= {"fd_same": contrast.counts["base"]["false_dispatch"] == contrast.counts["candidate"]["false_dispatch"],
+              "terminal": check["controller_terminal"], "reason": check["controller_reason"],
+              "has_rule": bool(check.get("rule_id")), "rule": check.get("rule_id") or "",
+              "has_cause": bool(check.get("cause")), "cause": check.get("cause") or "",
+              "changed": int(m["changed"]), "new_false_dispatch": int(m["new_false_dispatch"]),
+              "new_forbidden_dispatch": int(m["new_forbidden_dispatch"]),
+              "path_exact_drop": round(float(m["path_exact_drop"]), 2),
+              "old_gate": OLD_GATE, "old_gate_passed": bool(contrast.verdicts[OLD_GATE]),
+              "default_gate": DEFAULT_GATE, "default_gate_passed": bool(contrast.verdicts[DEFAULT_GATE])}
+    return facts
+
+
+__all__ = ["CONTRAST_FACTS", "OLD_GATE", "ForbiddenContrast", "contrast_facts", "forbidden_dispatch_contrast"]
