@@ -1,5 +1,5 @@
 """Notebook 13's machinery on its fallback path (no extra needed): the banner, the seeded sample, the run grid's
-tables, the receipt replay, the shadow edit and the conclusion — the live path is exercised by the notebook itself
+scores table — the live path is exercised by the notebook itself
 where the extra [local] is installed (tests/test_local_model.py covers the server)."""
 
 from __future__ import annotations
@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from routebr_kit.core.errors import DataError, ErrorCode
-from routebr_kit.notebook import live as lab
-from routebr_kit.notebook.conclusions import live_small_model
+from routebr_kit.experiments import local_grid as lab
 from routebr_kit.store.cases import Split
 
 
@@ -54,24 +53,11 @@ def test_the_sample_is_seeded_with_whole_flip_pairs(tmp_path):
     assert {c.split for c in one.cases} == {Split.MAIN, Split.FLIP}
 
 
-def test_tables_replay_and_shadow_edit_on_the_fallback(fallback):
+def test_the_scores_table_on_the_fallback(fallback):
     work, proposer, sample, grid = fallback
     scores = lab.scores_table(grid, sample)
     assert list(scores["system"]) == ["routebr", "b1"] and set(scores["n"]) == {6}
     assert all(" [" in v for v in scores["false_dispatch"])  # k/n with its Wilson interval
-    pairs = lab.false_dispatch_pairs(grid, sample, "none")
-    assert len(pairs) == sum(not c.gold.dispatchable for c in sample.cases)
-    replayed = lab.replay_check(grid, sample)
-    assert list(replayed["identical"]) == list(replayed["rows"]) == [6]
-    review = lab.shadow_edit(grid, sample, work)
-    summary = review.summary()
-    assert summary["live re-run rows"] == 0 and summary["new false dispatch"] == 0  # a HANDOFF rule only tightens
-    conclusion = live_small_model(scores, pairs, replayed, summary, source=proposer.label, live=False,
-                                  skipped=proposer.skipped)
-    assert "Simulated, not a model" in conclusion.markdown and "make local-model" in conclusion.markdown
-    for text in conclusion.texts.values():
-        assert text in conclusion.markdown
-    assert conclusion.values["replay_identical"] == [6, 6]
 
 
 def test_a_re_executed_notebook_runs_again_in_the_same_work_folder(tmp_path):

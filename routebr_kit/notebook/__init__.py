@@ -18,7 +18,6 @@ _EXPORTS: dict[str, str] = {
     "explorer_agreement": "conclusions",
     "explorer_summary": "conclusions",
     "failure_story": "conclusions",
-    "live_small_model": "conclusions",
     "metaroute_ablations": "conclusions",
     "metaroute_conclusion": "conclusions",
     "metaroute_robustness": "conclusions",

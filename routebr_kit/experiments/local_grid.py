@@ -1,4 +1,4 @@
-"""Notebook 13's machinery: a real, weak model (llama.cpp's server with the packaged SmolLM2-135M) behind the
+"""Notebook 13's live section: a real, weak model (llama.cpp's server with the packaged SmolLM2-135M) behind the
 controller, or — when the optional extra ``[local]`` is absent — the simulated backend, said so everywhere.
 
 :func:`open_proposer` starts :class:`~routebr_kit.backends.local_server.LocalServer` in-process on a free
@@ -6,10 +6,7 @@ controller, or — when the optional extra ``[local]`` is absent — the simulat
 simulated fallback and the banner naming ``make local-model``.  :func:`sample_cases` draws a seeded sample of MAIN
 and FLIP cases from the kit's generated benchmark; :func:`run_grid` runs them through each system and constrain mode
 with :func:`~routebr_kit.runs.runner.run_cases`; the tables come from :func:`~routebr_kit.evaluation.metrics.score`
-and :func:`~routebr_kit.evaluation.stats.wilson`; :func:`replay_check` re-decides the RouteBR rows from their own
-receipts with :func:`~routebr_kit.runs.replay.replay_rows`; :func:`shadow_edit` reviews one rule edit on the recorded
-RouteBR runs with :func:`~routebr_kit.review.release.release_review` (no model call).  Nothing here re-implements
-scoring, replay or review.
+and :func:`~routebr_kit.evaluation.stats.wilson`. Nothing here re-implements scoring.
 """
 
 from __future__ import annotations
@@ -17,7 +14,7 @@ from __future__ import annotations
 import random
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,19 +24,12 @@ import pandas as pd
 from ..backends.local_server import INSTALL_HINT, SMOLLM2, LocalServer, free_port, require_extra, resolve_model
 from ..backends.registry import make_backend
 from ..core.errors import DataError
-from ..core.rules import rule
 from ..dataset import generate_benchmark, write_benchmark
-from ..evaluation.forbidden import dispatches
 from ..evaluation.metrics import Count, score
 from ..evaluation.stats import wilson
-from ..prompts import prompt_path
-from ..review import AssetFiles, load_many, release_review
-from ..review.assets import write_release
-from ..runs.replay import replay_rows
 from ..runs.runner import RunResult, run_cases
 from ..store.assets import Assets, assets_beside
 from ..store.cases import Case, Split, load_cases
-from ..store.ledger import RunLedger
 
 CASES_FILE = "routebr_confirm_320.csv"
 PROFILE = "live"
@@ -182,53 +172,12 @@ def scores_table(grid: Grid, sample: Sample) -> pd.DataFrame:
     return pd.DataFrame(records)
 
 
-def false_dispatch_pairs(grid: Grid, sample: Sample, constrain: str) -> pd.DataFrame:
-    """Per case whose gold route is bounded: does RouteBR / B1 dispatch it (a false dispatch), same cases, model."""
-    paths = {system: {r.case_id: r.pred_final_path for r in grid.runs[system, constrain].rows}
-             for system in ("routebr", "b1") if (system, constrain) in grid.runs}
-    bounded = [c for c in sample.cases if not c.gold.dispatchable]
-    return pd.DataFrame([{"case_id": c.case_id, "split": c.split.value, "gold": c.gold.final_path,
-                          **{f"{s}_path": p.get(c.case_id, "") for s, p in paths.items()},
-                          **{f"{s}_false_dispatch": dispatches(p.get(c.case_id, ""))
-                             for s, p in paths.items()}} for c in bounded])
 
 
-def replay_check(grid: Grid, sample: Sample) -> pd.DataFrame:
-    """Each RouteBR run re-decided from its own receipts (no model call): identical paths and error codes."""
-    by_id = {c.case_id: c for c in sample.cases}
-    records = []
-    for (system, constrain), result in grid.runs.items():
-        if system != "routebr":
-            continue
-        committed = RunLedger(result.out_dir).committed()
-        again = replay_rows(sample.assets.controller(), committed, by_id,
-                            receipts=sorted((result.out_dir / "raw").glob("*.json")))
-        same = sum(a.pred_final_path == b.pred_final_path and a.error_code == b.error_code
-                   for a, b in zip(again.rows, committed))
-        records.append({"system": system, "constrain": constrain, "rows": len(committed), "identical": same,
-                        "model_calls": 0})
-    return pd.DataFrame(records)
 
 
-def shadow_edit(grid: Grid, sample: Sample, work: str | Path) -> Any:
-    """A rule edit — hand every dispatch of RouteBR's most-dispatched action to a person — reviewed on the recorded
-    RouteBR runs with ``release_review`` (shadow replay, diff, gate; no model call)."""
-    folders = [r.out_dir for (system, _), r in grid.runs.items() if system == "routebr"]
-    dispatched = [r.pred_action for (s, _), res in grid.runs.items() if s == "routebr" for r in res.rows
-                  if dispatches(r.pred_final_path)]
-    action = max(sorted(set(dispatched)), key=dispatched.count) if dispatched else sample.cases[0].gold.action
-    base = AssetFiles.from_dir(sample.bench).replace(prompts=prompt_path(sample.language))
-    edit = rule("R005", 5, [action], {}, "HANDOFF", "v2", f"{action} goes to a person")
-    candidate = write_release(Path(work) / "candidate_r005", base, rules=[*base.load().policy.rules, edit])
-    ledgers = load_many(folders, cases=sample.cases_path, assets=sample.assets)
-    return release_review(base, candidate, ledgers, label=f"R005: {action} -> HANDOFF")
 
 
-def constrain_effect(table: pd.DataFrame) -> Mapping[str, Any]:
-    """Per system: fail-closed rows free vs constrained (only systems run both ways)."""
-    wide = table.pivot(index="system", columns="constrain", values="fail_closed")
-    return {s: dict(row) for s, row in wide.iterrows()} if "json-schema" in wide.columns else {}
 
 
-__all__ = ["Grid", "Proposer", "Sample", "constrain_effect", "false_dispatch_pairs", "open_proposer",
-           "replay_check", "run_grid", "sample_cases", "scores_table", "shadow_edit"]
+__all__ = ["Grid", "Proposer", "Sample", "open_proposer", "run_grid", "sample_cases", "scores_table"]
