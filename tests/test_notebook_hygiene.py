@@ -64,7 +64,7 @@ def test_notebook_teaches(path: Path) -> None:
     assert "question" in opening
     assert cells[-1]["cell_type"] == "markdown"
     # "What the numbers mean" (+ the facts and %%conclusion template cells, + exercises)
-    closing = [c for c in cells[-6:] if c["cell_type"] == "markdown"]
+    closing = [c for c in cells[-12:] if c["cell_type"] == "markdown"]
     assert any("mean" in "".join(c["source"]).lower() for c in closing)
     checked = [c for c in cells if c["cell_type"] == "code" and "".join(c["source"]).startswith("# NBVAL_CHECK_OUTPUT")]
     assert checked, "no cell is checked by nbval"
