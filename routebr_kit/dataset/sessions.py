@@ -94,7 +94,8 @@ class SessionStep:
                             session)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"request_id": self.request_id, "now": self.now, "external_events": [e.as_dict() for e in self.externals],
+        return {"request_id": self.request_id, "now": self.now,
+                "external_events": [e.as_dict() for e in self.externals],
                 "utterance": self.utterance, "state": dict(self.state), "attributes": dict(self.attributes),
                 "candidates": [e.prompt_view() for e in self.candidates],
                 "gold_proposal": {"action_id": self.gold_action, "object_id": self.gold_object}}
@@ -116,7 +117,8 @@ class SessionCase:
     def as_dict(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "language": self.language, "scenario": self.scenario,
                 "variant": self.variant,
-                "requests": [{**s.as_dict(), "gold": {"final_path": c.gold.final_path, "boundary": c.gold.boundary.value,
+                "requests": [{**s.as_dict(), "gold": {"final_path": c.gold.final_path,
+                                                      "boundary": c.gold.boundary.value,
                                                       "rule_ids": list(c.gold.rule_ids)},
                               "exercised": list(ex), "fired": list(fi)}
                              for s, c, ex, fi in zip(self.steps, self.gold, self.exercised, self.fired)]}
