@@ -19,6 +19,8 @@ kit's controller computes, each request seeing the history the earlier gold deci
 * ``state_first`` — a state rule decides before any temporal one (an unverified session: R050; a safety
   escalation: R001), next to an advisory request.
 
+Every third session of a scenario is its variant (the boundary variant, the safety escalation).
+
 Gold: the gold proposal ``{action, object, topk: [action]}`` of each request goes through the controller on the
 request's session: its time, its amount, the external events before it and every earlier request's *gold*
 decision (an event ``dispatch`` / ``non_dispatch``).  Deterministic in ``(seed, language, sessions)``.
@@ -184,7 +186,7 @@ class _Writer:
                                       MappingProxyType(attrs), MappingProxyType(dict(state or _STATE))))
 
 
-def _identity_expiry(w: _Writer) -> str:
+def _identity_expiry(w: _Writer, k: int) -> str:
     w.step(A5, check_before=w.rng.randrange(10, 120), amount=w.rng.randrange(1, 20) * 1000)
     if w.rng.random() < 0.5:
         w.tick(w.rng.randrange(30, 200))
@@ -194,8 +196,8 @@ def _identity_expiry(w: _Writer) -> str:
     return "expired"
 
 
-def _third_in_hour(w: _Writer) -> str:
-    boundary = w.rng.random() < 0.34
+def _third_in_hour(w: _Writer, k: int) -> str:
+    boundary = k % 3 == 2  # every third one
     gaps = [w.rng.randrange(300, 1500), w.rng.randrange(300, 1500)]
     if boundary:  # the third falls just after the hour from the first
         gaps[1] = 3601 - gaps[0] + w.rng.randrange(0, 600)
@@ -206,8 +208,8 @@ def _third_in_hour(w: _Writer) -> str:
     return "after_the_hour" if boundary else "inside_the_hour"
 
 
-def _daily_total(w: _Writer) -> str:
-    boundary = w.rng.random() < 0.34
+def _daily_total(w: _Writer, k: int) -> str:
+    boundary = k % 3 == 2
     first, second = w.rng.randrange(30, 50) * 1000, w.rng.randrange(20, 40) * 1000
     third = 100000 - first - second if boundary else 100000 - first - second + w.rng.randrange(1, 30) * 1000
     for n, amount in enumerate((first, second, third)):
@@ -217,7 +219,7 @@ def _daily_total(w: _Writer) -> str:
     return "exactly_at_the_limit" if boundary else "over_the_limit"
 
 
-def _analysis_before_check(w: _Writer) -> str:
+def _analysis_before_check(w: _Writer, k: int) -> str:
     w.step(A3)
     w.tick(w.rng.randrange(60, 600))
     w.step(A3, check_before=w.rng.randrange(5, 50), same=True)
@@ -227,8 +229,8 @@ def _analysis_before_check(w: _Writer) -> str:
     return "check_later"
 
 
-def _state_first(w: _Writer) -> str:
-    safety = w.rng.random() < 0.3
+def _state_first(w: _Writer, k: int) -> str:
+    safety = k % 3 == 2
     state = {"safety_escalation_required": safety, "identity_verified": safety}
     w.step(A1)
     w.tick(w.rng.randrange(30, 300))
@@ -281,11 +283,13 @@ def generate_sessions(seed: int = 0, language: Language | str = Language.EN, ses
     entities = [e for e in assets.registry if e.object_type == "ETF"]
     order = [SCENARIOS[i % len(SCENARIOS)] for i in range(sessions)]
     rng.shuffle(order)
-    out = []
+    out: list[SessionCase] = []
+    seen: Counter[str] = Counter()
     for n, scenario in enumerate(order, start=1):
         session_id = f"S{lang.value.upper()}-{n:04d}"
         writer = _Writer(rng, lang.value, entities, session_id)
-        variant = _BUILDERS[scenario](writer)
+        variant = _BUILDERS[scenario](writer, seen[scenario])
+        seen[scenario] += 1
         cases, exercised, fired = label_session(controller, writer.steps, session_id)
         out.append(SessionCase(session_id, lang.value, scenario, variant, tuple(writer.steps), tuple(cases),
                                tuple(exercised), tuple(fired)))
