@@ -3,6 +3,8 @@
 * :class:`Figure1Explorer` — the paper's Figure 1 as a control: one toggle per runtime-state predicate, the
   proposal (action, object, topk) and the A-state switch; every change re-decides the request with
   :meth:`Controller.decide` and redraws the terminal, the trace and the decision-path figure.
+* :class:`SessionExplorer` — one session step by step: a clock slider, buttons that add identity checks and
+  approvals, the amount; the request is re-decided on the session the controls describe (issue 32).
 * :class:`MetaRouteExplorer` — sliders for the main executor constants; every change re-runs the fast
   (vectorized, seeded) MetaRoute executor and redraws success, cost and latency per policy.
 
@@ -369,5 +371,115 @@ class MetaRouteExplorer:
 
 
 
-__all__ = ["EXECUTOR_SLIDERS", "PALETTE", "Figure1Explorer", "MetaRouteExplorer", "decision_paths_figure",
-           "metaroute_conclusion", "parse_topk", "policy_outcomes_figure"]
+# ------------------------------------------------------------------------------------------ session explorer
+
+
+class SessionExplorer:
+    """One session, step by step (issue 32): choose a request, move the clock, add identity checks or approvals,
+    change the amount; the request is re-decided on the session the controls describe — the external events and
+    the earlier requests' decisions (gold proposals, this controller) up to the clock, plus the events added.
+
+    ``explorer.decision`` is the current decision, ``explorer.terminal.value`` its HTML (``data-terminal``),
+    ``explorer.events`` the history it was decided on; ``set_clock`` / ``add_event`` drive it without a browser.
+    """
+
+    def __init__(self, controller: Controller, session: Any, *, index: int | None = None) -> None:
+        self.controller, self.session = controller, session
+        steps = session.steps
+        start = index if index is not None else len(steps) - 1
+        self.added: list[Any] = []
+        self.request_no = widgets.Dropdown(options=[(f"request {i + 1}: {s.utterance[:40]}", i)
+                                                    for i, s in enumerate(steps)], value=start, description="request")
+        self.clock = widgets.IntSlider(description="clock (s)", continuous_update=False,
+                                       style={"description_width": "90px"}, layout=widgets.Layout(width="560px"))
+        self.amount = widgets.IntText(description="amount", style={"description_width": "90px"})
+        self.add_check = widgets.Button(description="+ identity check now")
+        self.add_approval = widgets.Button(description="+ approval now")
+        self.clear = widgets.Button(description="clear added events")
+        self.terminal, self.history_html = widgets.HTML(), widgets.HTML()
+        self.terminal.add_class("routebr-terminal-box")
+        self.decision: Any = None
+        self.events: tuple[Any, ...] = ()
+        self._select(start)
+        self.request_no.observe(lambda c: self._select(c["new"]), names="value")
+        for control in (self.clock, self.amount):
+            control.observe(lambda _c: self.update(), names="value")
+        self.add_check.on_click(lambda _b: self.add_event("identity_check"))
+        self.add_approval.on_click(lambda _b: self.add_event("approval"))
+        self.clear.on_click(lambda _b: (self.added.clear(), self.update()))
+
+    def _earlier(self, index: int) -> list[Any]:
+        """The events before request ``index``: external events and the gold proposals' decisions, in order."""
+        from ..core.session import event_of_decision
+
+        history: list[Any] = []
+        for step in self.session.steps[:index]:
+            d = self.controller.decide(step.request(history, self.session.session_id), _gold(step))
+            history += [*step.externals, event_of_decision(d, step.now, step.attributes)]
+        return history + list(self.session.steps[index].externals)
+
+    def _select(self, index: int) -> None:
+        step = self.session.steps[index]
+        earlier = self._earlier(index)
+        low = max([e.at for e in earlier], default=step.now)
+        self.clock.min, self.clock.max = 0, max(self.clock.max, low + 3 * 3600)
+        self.clock.min, self.clock.value = low, step.now
+        self.amount.value = int(step.attributes.get("amount", 0))
+        self.update()
+
+    def set_clock(self, now: int) -> Any:
+        self.clock.value = max(self.clock.min, min(int(now), self.clock.max))
+        return self.update()
+
+    def add_event(self, kind: str) -> Any:
+        from ..core.session import Event
+
+        self.added.append(Event(int(self.clock.value), kind))
+        return self.update()
+
+    def update(self) -> Any:
+        index, now = self.request_no.value, int(self.clock.value)
+        step = self.session.steps[index]
+        events = sorted([*self._earlier(index), *(e for e in self.added if e.at <= now)], key=lambda e: e.at)
+        self.events = tuple(events)
+        attrs = {"amount": int(self.amount.value)} if "amount" in step.attributes or self.amount.value else {}
+        moved = type(step)(step.request_id, now, (), step.utterance, step.candidates, step.gold_action,
+                           step.gold_object, attrs, step.state)
+        try:
+            self.decision = self.controller.decide(moved.request(events, self.session.session_id), _gold(step))
+        except KitError as exc:
+            self.decision, self.terminal.value = None, f"<b>not decided:</b> {html.escape(str(exc))}"
+            return None
+        d = self.decision
+        colour = "#009E73" if d.dispatched else "#D55E00"
+        evidence = "".join(f"<li><code>{html.escape(o)}</code> {html.escape(x)}</li>" for o, x in d.temporal_evidence())
+        self.terminal.value = (f'<div class="routebr-terminal" data-terminal="{d.terminal.value}" style="font-size:'
+                               f'1.2em;padding:4px 8px;border-left:6px solid {colour}"><b>{html.escape(d.final_path)}'
+                               f"</b> &nbsp; rule {html.escape(d.rule_id or '—')}</div><ul>{evidence}</ul>")
+        rows = "".join(f"<tr><td>{e.at - now}</td><td>{html.escape(e.describe())}</td></tr>" for e in events)
+        self.history_html.value = ("<table><thead><tr><th>age (s, negative)</th><th>event</th></tr></thead>"
+                                   f"<tbody>{rows}</tbody></table>")
+        return d
+
+    def summary(self) -> str:
+        """One static line for papermill / nbval."""
+        d = self.decision
+        if d is None:
+            return "not decided"
+        return (f"request {self.request_no.value + 1} at t={self.clock.value} with {len(self.events)} earlier events "
+                f"({len(self.added)} added): {d.final_path}, rule {d.rule_id}")
+
+    @property
+    def widget(self) -> widgets.Widget:
+        buttons = widgets.HBox([self.add_check, self.add_approval, self.clear])
+        box = widgets.VBox([self.request_no, self.clock, self.amount, buttons, self.terminal, self.history_html])
+        box.add_class("routebr-session-explorer")
+        return box
+
+
+def _gold(step: Any) -> dict[str, Any]:
+    return {"action_id": step.gold_action, "object_id": step.gold_object, "topk": [step.gold_action]}
+
+
+__all__ = ["EXECUTOR_SLIDERS", "PALETTE", "Figure1Explorer", "MetaRouteExplorer", "SessionExplorer",
+           "decision_paths_figure", "metaroute_conclusion", "parse_topk", "policy_outcomes_figure"]

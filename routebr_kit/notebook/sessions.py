@@ -1,0 +1,149 @@
+"""Notebook 14 (issue 32), "Sessions, time and composite requests": the session benchmark through RouteBR, B1 and
+B2 with the simulated and the learned proposer beside the trivial-proposer floor, one session's timeline, a
+horizon counterexample replayed request by request, and the session review's first changed request.  No model
+call, no network."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..core.aio import run_sync
+from ..core.records import NONE, UNRESOLVED, Entity, RouteRequest, RuntimeState
+from ..core.session import Event, Session, event_of_decision
+from ..store.cases import Case
+
+SYSTEMS = ("routebr", "b1", "b2")
+
+
+def open_learned(model_dir: str, train_seeds: Sequence[int]) -> tuple[Any, str]:
+    """``(LearnedBackend or None, banner)``: the model of ``model_dir`` when it holds one; else (no directory, or
+    its model file missing) a model trained in memory on ``train_seeds``; ``None`` without scikit-learn."""
+    from ..backends import learned
+
+    try:
+        learned.require_sklearn()
+    except Exception as exc:  # the optional extra [learned] is missing: the notebook runs without it
+        return None, f"learned proposer skipped: {exc}"
+    if model_dir and (Path(model_dir) / learned.MODEL_FILE).is_file():
+        return learned.LearnedBackend(model_dir=model_dir), f"learned proposer: the model of {model_dir}"
+    started = time.perf_counter()
+    model = learned.train(seeds=tuple(train_seeds))
+    why = f"no model file in {model_dir!r}; " if model_dir else ""
+    return learned.LearnedBackend(model), (f"learned proposer: {why}trained in memory on generated seeds "
+                                           f"{list(train_seeds)} in {time.perf_counter() - started:.1f} s")
+
+
+def _engines(assets: Any) -> dict[str, Any]:
+    from ..systems.baselines import DirectBaseline
+
+    return {"routebr": assets.controller(), "b1": DirectBaseline(assets.catalog, assets.policy, guard=False),
+            "b2": DirectBaseline(assets.catalog, assets.policy, guard=True)}
+
+
+def decide_grid(proposers: Mapping[str, Any], cases: Sequence[Case], assets: Any,
+                systems: Sequence[str] = SYSTEMS) -> dict[tuple[str, str], dict[str, Any]]:
+    """``(proposer, system) -> {rows, decisions, seconds}``: every request (its session carrying the gold history)
+    decided by each system with each proposer."""
+    from ..store.ledger import prediction_from_decision
+    from ..systems.baselines import prediction_from_direct
+
+    engines = _engines(assets)
+    out = {}
+    for name, backend in proposers.items():
+        for system in systems:
+            started = time.perf_counter()
+            decisions = [run_sync(engines[system].aroute(c.request, backend)) for c in cases]
+            rows = [prediction_from_decision(d, "routebr") if system == "routebr" else prediction_from_direct(d)
+                    for d in decisions]
+            out[(name, system)] = {"rows": rows, "decisions": decisions, "seconds": time.perf_counter() - started}
+    return out
+
+
+def closed_loop(bench: Any, backend: Any) -> dict[str, Any]:
+    """RouteBR run session by session, each request's history made of its own earlier decisions: requests and
+    whole sessions matching the gold."""
+    from ..runs.sessions import run_sessions
+
+    _, decisions = run_sessions(bench.assets.controller(), [(s.session_id, s.steps) for s in bench.sessions],
+                                backend)
+    hits = {s.session_id: [d.final_path == c.gold.final_path for d, c in zip(decisions[s.session_id], s.gold)]
+            for s in bench.sessions}
+    return {"requests": sum(map(sum, hits.values())), "n": sum(map(len, hits.values())),
+            "sessions": sum(all(h) for h in hits.values()), "n_sessions": len(hits)}
+
+
+def score_grid(grid: Mapping[tuple[str, str], Mapping[str, Any]], cases: Sequence[Case], floor: Any,
+               loops: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
+    """One row per (proposer, system): exact with Wilson 95%, the points above the floor, FD and FB; RouteBR rows
+    also the closed-loop request and session exactness (``loops``); the floor as the last row."""
+    from ..evaluation.metrics import score
+
+    index = {c.case_id: c for c in cases}
+    records = []
+    for (proposer, system), run in grid.items():
+        s = score(run["rows"], index)
+        loop = (loops or {}).get(proposer) if system == "routebr" else None
+        records.append(_row(proposer, system, s, floor, loop))
+    records.append(_row(f"floor: always {floor.action_id}", "routebr", floor.scores, floor, None))
+    return pd.DataFrame(records)
+
+
+def _row(proposer: str, system: str, s: Any, floor: Any, loop: Mapping[str, Any] | None) -> dict[str, Any]:
+    low, high = s.contract_exact.wilson
+    return {"proposer": proposer, "system": system, "exact": str(s.contract_exact),
+            "exact %": round(100 * s.contract_exact.rate, 1), "Wilson 95%": f"{100 * low:.1f}-{100 * high:.1f}",
+            "above floor (points)": round(100 * (s.contract_exact.rate - floor.exact.rate), 1),
+            "FD": str(s.false_dispatch), "FB": str(s.false_block),
+            "closed-loop requests": f"{loop['requests']}/{loop['n']}" if loop else "",
+            "sessions all exact": f"{loop['sessions']}/{loop['n_sessions']}" if loop else ""}
+
+
+def timeline(session: Any) -> pd.DataFrame:
+    """One session, request by request: time since the start, the external events, the request, the gold
+    decision, its rule and the temporal predicates it evaluated."""
+    start = min([session.steps[0].now, *(e.at for e in session.steps[0].externals)])
+    records = []
+    for step, case, ex in zip(session.steps, session.gold, session.exercised):
+        records.append({"t (s)": step.now - start, "events before": ", ".join(
+            f"{e.kind} at t={e.at - start}" for e in step.externals), "request": step.utterance,
+            "amount": step.attributes.get("amount", ""), "gold": case.gold.final_path,
+            "rule": case.gold.rule_ids[0], "temporal evaluated": ", ".join(ex)})
+    return pd.DataFrame(records)
+
+
+def replay_counterexample(catalog: Any, policy: Any, cx: Any) -> tuple[pd.DataFrame, list[Any]]:
+    """A horizon counterexample's requests decided again, one by one, by a fresh controller (each request's
+    history: the external events and the earlier decisions); the table and the decisions."""
+    from ..core.controller import Controller
+    from ..verify.horizon import OBJECT
+
+    controller = Controller(catalog, policy)
+    history: list[Event] = []
+    records, decisions = [], []
+    for req in cx.requests:
+        history += [Event(**e) for e in req["external_events"]]
+        proposal = req["proposal"]
+        action = catalog[proposal["action_id"]]
+        candidates = ()
+        if action.requires_object:
+            obj = proposal["object_id"] if proposal["object_id"] not in (UNRESOLVED, NONE) else OBJECT
+            candidates = (Entity(obj, action.required_object_types[0], "witness object"),)
+        session = Session(req["now"], tuple(history), req["attributes"])
+        d = controller.decide(RouteRequest(f"cx{req['request']}", "(counterexample)", (), RuntimeState(req["state"]),
+                                           candidates, session), proposal)
+        decisions.append(d)
+        history.append(event_of_decision(d, req["now"], req["attributes"]))
+        records.append({"request": req["request"], "t (s)": req["now"],
+                        "events before": ", ".join(f"{e['kind']} at {e['at']}" for e in req["external_events"]),
+                        "proposal": f"{proposal['action_id']}@{proposal['object_id']}", "decision": d.final_path,
+                        "rule": d.rule_id, "temporal": "; ".join(o for o, _ in d.temporal_evidence())})
+    return pd.DataFrame(records), decisions
+
+
+__all__ = ["SYSTEMS", "closed_loop", "decide_grid", "open_learned", "replay_counterexample", "score_grid",
+           "timeline"]
