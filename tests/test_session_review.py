@@ -12,7 +12,7 @@ from routebr_kit.backends.simulated import SimulatedBackend
 from routebr_kit.core.records import Entity
 from routebr_kit.core.session import Event
 from routebr_kit.dataset.sessions import SessionStep, generate_sessions, session_assets
-from routebr_kit.review.sessions import SessionReplay, diff_sessions, shadow_sessions
+from routebr_kit.review.sessions import SessionReplay, diff_sessions, shadow_sessions, stale_history
 from routebr_kit.runs.sessions import SessionLedger, decision_summary, run_sessions
 from routebr_kit.store.assets import load_assets
 
@@ -107,6 +107,7 @@ def test_a_blocked_early_request_changes_what_later_requests_see(tmp_path):
     assert change.changed == (2,)  # the fourth is dispatched on both sides ...
     naive = replay.candidate_on_base_history("S1", 3)  # ... but on the base's history the candidate would refuse it
     assert naive.final_path == "T_REJECT" and naive.rule_id == "T110"
+    assert stale_history(replay) == (("S1", 3),)  # what a per-request shadow would have got wrong
     assert "first change at request 3 (S1-R3)" in change.describe()
 
 

@@ -145,5 +145,22 @@ def replay_counterexample(catalog: Any, policy: Any, cx: Any) -> tuple[pd.DataFr
     return pd.DataFrame(records), decisions
 
 
-__all__ = ["SYSTEMS", "closed_loop", "decide_grid", "open_learned", "replay_counterexample", "score_grid",
-           "timeline"]
+def review_table(ledger: Any, base: Any, candidates: Mapping[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """One row per candidate controller: sessions and requests whose decision changed, history-only changes, and
+    the requests a per-request shadow (the base's history) would get wrong; and each candidate's diff."""
+    from ..review.sessions import SessionReplay, diff_sessions, shadow_sessions, stale_history
+
+    records, diffs = [], {}
+    for name, candidate in candidates.items():
+        replay = SessionReplay(ledger, base, candidate)
+        shadow, diff = shadow_sessions(replay), diff_sessions(replay)
+        diffs[name] = diff
+        records.append({"candidate": name, "sessions": diff.sessions, "requests": diff.requests,
+                        "changed sessions": len(diff.changes), "changed requests": diff.changed_requests,
+                        "history only": diff.history_only, "per-request shadow wrong": len(stale_history(replay)),
+                        "base replay = ledger": not shadow.recorded_mismatch})
+    return pd.DataFrame(records), diffs
+
+
+__all__ = ["SYSTEMS", "closed_loop", "decide_grid", "open_learned", "replay_counterexample", "review_table",
+           "score_grid", "timeline"]

@@ -202,5 +202,16 @@ def diff_sessions(replay: SessionReplay) -> SessionDiffReport:
     return SessionDiffReport(len(replay.ledger.sessions), replay.ledger.requests, tuple(changes))
 
 
+def stale_history(replay: SessionReplay) -> tuple[tuple[str, int], ...]:
+    """The requests a per-request shadow would get wrong: those whose candidate decision on the history the
+    *base* made differs from the candidate's decision on its own history."""
+    out = []
+    for sid in replay.ledger.sessions:
+        for i, d in enumerate(replay.candidate(sid)):
+            if i and _key(decision_summary(replay.candidate_on_base_history(sid, i))) != _key(decision_summary(d)):
+                out.append((sid, i))
+    return tuple(out)
+
+
 __all__ = ["SessionChange", "SessionDiffReport", "SessionReplay", "SessionShadow", "diff_sessions",
-           "session_change", "shadow_sessions"]
+           "session_change", "shadow_sessions", "stale_history"]
