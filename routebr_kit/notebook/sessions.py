@@ -77,6 +77,30 @@ def closed_loop(bench: Any, backend: Any) -> dict[str, Any]:
             "sessions": sum(all(h) for h in hits.values()), "n_sessions": len(hits)}
 
 
+def run_benchmarks(benches: Sequence[Any], sim_profile: str, seed: int, learned: Any = None
+                   ) -> tuple[dict[tuple[str, str], dict[str, Any]], dict[str, dict[str, int]], tuple[Case, ...]]:
+    """Every benchmark (one per language) through every system with the simulated proposer (``sim_profile``) and,
+    when given, the learned one: the merged grid, the closed-loop counts per proposer, and all the cases."""
+    from ..backends.simulated import SimulatedBackend
+
+    grids: dict[tuple[str, str], dict[str, Any]] = {}
+    loops: dict[str, dict[str, int]] = {}
+    for b in benches:
+        proposers = {"simulated": SimulatedBackend(sim_profile, b.cases(), seed=seed)}
+        if learned is not None:
+            proposers["learned"] = learned
+        for key, run in decide_grid(proposers, b.cases(), b.assets).items():
+            merged = grids.setdefault(key, {"rows": [], "decisions": [], "seconds": 0.0})
+            merged["rows"] += run["rows"]
+            merged["decisions"] += run["decisions"]
+            merged["seconds"] += run["seconds"]
+        for name, backend in proposers.items():
+            for k, v in closed_loop(b, backend).items():
+                loops.setdefault(name, {}).setdefault(k, 0)
+                loops[name][k] += v
+    return grids, loops, tuple(c for b in benches for c in b.cases())
+
+
 def score_grid(grid: Mapping[tuple[str, str], Mapping[str, Any]], cases: Sequence[Case], floor: Any,
                loops: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
     """One row per (proposer, system): exact with Wilson 95%, the points above the floor, FD and FB; RouteBR rows
@@ -162,5 +186,35 @@ def review_table(ledger: Any, base: Any, candidates: Mapping[str, Any]) -> tuple
     return pd.DataFrame(records), diffs
 
 
-__all__ = ["SYSTEMS", "closed_loop", "decide_grid", "open_learned", "replay_counterexample", "review_table",
-           "score_grid", "timeline"]
+def conclusion_facts(audit: Mapping[str, Any], scores: pd.DataFrame, floor: Any, report: Any, cx_table: pd.DataFrame,
+                     review_summary: pd.DataFrame, strict_diff: Any, **extra: Any) -> dict[str, Any]:
+    """The facts notebook 14's conclusion is rendered from (``extra``: plain values added as they are)."""
+    def row(proposer: str, system: str) -> Any:
+        found = scores[(scores.proposer == proposer) & (scores.system == system)]
+        return found.iloc[0] if len(found) else None
+
+    route, b1, b2, lrn = row("simulated", "routebr"), row("simulated", "b1"), row("simulated", "b2"), \
+        row("learned", "routebr")
+    refuted = next(r for r in report.results if not r.holds)
+    decided = {f"{p}_decided": c["decided"] for p, c in audit["per_predicate"].items()}
+    first = next((c for c in strict_diff.changes if c.history_only), strict_diff.changes[0] if strict_diff.changes
+                 else None)
+    return {
+        "sessions": audit["sessions"], "requests": audit["requests"], **decided,
+        "route_exact": route["exact"], "route_pct": route["exact %"], "route_fd": route["FD"],
+        "route_loop": route["closed-loop requests"], "route_sessions": route["sessions all exact"],
+        "b1_exact": b1["exact"], "b1_fd": b1["FD"], "b2_exact": b2["exact"], "b2_fd": b2["FD"],
+        "floor_action": floor.action_id, "floor_pct": 100 * floor.exact.rate,
+        "above_floor": bool(route["exact %"] > 100 * floor.exact.rate), "has_learned": lrn is not None,
+        "learned_exact": lrn["exact"] if lrn is not None else "not run", "learned_fd": lrn["FD"] if lrn is not None
+        else "-", "horizon_sessions": report.sessions, "refuted": refuted.assertion.name,
+        "cx_requests": len(cx_table), "cx_confirmed": bool(refuted.counterexample.confirmed),
+        "review_sessions": len(strict_diff.changes), "review_requests": strict_diff.changed_requests,
+        "review_history_only": strict_diff.history_only,
+        "review_stale": int(review_summary["per-request shadow wrong"].iloc[-1]),
+        "review_first": first.describe() if first is not None else "no session changed", **extra,
+    }
+
+
+__all__ = ["SYSTEMS", "closed_loop", "conclusion_facts", "decide_grid", "open_learned", "replay_counterexample",
+           "review_table", "run_benchmarks", "score_grid", "timeline"]
