@@ -9,7 +9,10 @@ payload (a repair call: the original payload it carries), valid by construction 
   case's candidates whose type the action accepts plus ``UNRESOLVED`` — or only ``NONE`` for an object-free action;
 * B1 and B2 — the same per-action branches, crossed with the allowed ``(terminal, boundary)`` pairs (any terminal
   with ``ALLOW``; otherwise the terminal equals the boundary, so ``DISPATCH`` only with ``ALLOW``); B2 adds a
-  ``rule_ids`` list of one rule ID of the rule table.
+  ``rule_ids`` list of one rule ID of the rule table;
+* the composite stages (issue 32, contract ``routebr-composite/1``) — ``{"items": [...]}``: one to three items,
+  each one of its single-item stage's per-action branches without ``topk`` (optional in an item), so each item's
+  object is tied to its action (:func:`composite_answer_schema`).
 
 ``additionalProperties`` is false in every branch.  Every instance of such a schema passes
 :func:`~routebr_kit.core.contract.check_proposal` (B1/B2: :func:`~routebr_kit.systems.baselines.check_direct`), and
@@ -41,6 +44,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.composite import MAX_ITEMS
 from ..core.errors import DataError, ErrorCode
 from ..core.records import NONE, OBJECT_FREE_TYPE, OBJECT_SENTINELS, UNRESOLVED, Boundary, Stage, Terminal
 
@@ -73,7 +77,9 @@ class SchemaStyle(str, enum.Enum):
 SCHEMA_STYLES = tuple(s.value for s in SchemaStyle)
 
 _SCHEMA_NAME = {Stage.ROUTEBR: "routebr_proposal", Stage.B1_DIRECT: "b1_direct_route",
-                Stage.B2_DIRECT_GUARD: "b2_direct_guard_route"}
+                Stage.B2_DIRECT_GUARD: "b2_direct_guard_route", Stage.ROUTEBR_COMPOSITE: "routebr_composite",
+                Stage.B1_DIRECT_COMPOSITE: "b1_direct_composite", Stage.B2_DIRECT_GUARD_COMPOSITE:
+                "b2_direct_guard_composite"}
 
 
 def _unique(values: Sequence[str]) -> list[str]:
@@ -137,6 +143,8 @@ def answer_schema(stage: Stage, catalog: Sequence[Any], entities: Sequence[Any],
     catalog (or, for B2, an empty rule table) cannot be constrained: a located error.
     """
     answering = _answering(stage)
+    if answering.is_composite:
+        return composite_answer_schema(answer_schema(answering.single, catalog, entities, rule_ids))
     actions = _action_views(catalog)
     if not actions:
         raise DataError(ErrorCode.EMPTY_CATALOG, "at least one catalog action to constrain to", field="catalog")
@@ -163,6 +171,22 @@ def answer_schema(stage: Stage, catalog: Sequence[Any], entities: Sequence[Any],
             branches.append({"type": "object", "properties": properties, "required": list(properties),
                              "additionalProperties": False})
     return {"anyOf": branches}
+
+
+def composite_answer_schema(single: Mapping[str, Any]) -> dict[str, Any]:
+    """The composite contract's schema (issue 32) around a single-item ``anyOf`` schema: ``{"items": [...]}``, one
+    to three items, each one of the single-item branches without ``topk`` (optional in an item), so each item's
+    object is tied to its action as in a single answer.  ``uniqueItems`` states that no item repeats; a grammar
+    may not enforce it (nor, for B1/B2 items, that two items differing only in terminal or boundary are duplicates),
+    and the contract refuses duplicates whatever the schema let through (``ITEMS_DUPLICATE``)."""
+    branches = []
+    for branch in single["anyOf"]:
+        properties = {k: v for k, v in branch["properties"].items() if k != "topk"}
+        branches.append({**branch, "properties": properties, "required": [k for k in branch["required"]
+                                                                          if k != "topk"]})
+    items = {"type": "array", "items": {"anyOf": branches}, "minItems": 1, "maxItems": MAX_ITEMS,
+             "uniqueItems": True}
+    return {"type": "object", "properties": {"items": items}, "required": ["items"], "additionalProperties": False}
 
 
 def schema_for_call(stage: Stage, payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -221,4 +245,5 @@ def _ids(shown: Mapping[str, Any], key: str, field: str) -> list[str]:
 
 
 __all__ = ["Constrain", "SCHEMA_STYLES", "SchemaStyle", "TERMINAL_BOUNDARY_PAIRS", "TOPK_MAX", "answer_schema",
+           "composite_answer_schema",
            "check_grammar", "object_choices", "response_format", "schema_for_call", "topk_lists"]

@@ -225,8 +225,8 @@ class OneCallRouter:
             return Proposed(checked, output, None)
         if not self.repair_enabled:
             return Proposed(None, output, ContractLog(checked.errors), ReasonCode.FAIL_CLOSED_INVALID_OUTPUT)
-        held = held_identifiers(read)
-        refused = anchor_errors(held)
+        held = self.repair_hold(read)
+        refused = self.repair_anchor(held)
         if refused:  # nothing in the first reply to hold a repair to: fail closed without asking for one
             return Proposed(None, output, ContractLog(checked.errors, False, None, refused),
                             ReasonCode.FAIL_CLOSED_REPAIR_UNANCHORED)
@@ -240,13 +240,25 @@ class OneCallRouter:
         repaired_read = read_output(second.content)
         repaired_output = repaired_read.value
         repaired = self.check(repaired_read, request)
-        changed = guard_repair(held, repaired.as_contract())
+        changed = self.repair_guard(held, repaired)
         if changed or not repaired.ok:
             reason = (ReasonCode.FAIL_CLOSED_REPAIR_CHANGED_PROPOSAL if changed
                       else ReasonCode.FAIL_CLOSED_INVALID_OUTPUT)
             return Proposed(None, output, ContractLog(checked.errors, True, repaired_output,
                                                       changed or repaired.errors), reason)
         return Proposed(repaired, output, ContractLog(checked.errors, True, repaired_output))
+
+    # The repair rule's three steps (see :mod:`routebr_kit.core.contract`, "repair guard"): what a first reply
+    # holds, why no repair can be held to it, and what a repaired reply changed.  A composite router
+    # (:mod:`routebr_kit.core.composite`) holds each item of a list to the same rule.
+    def repair_hold(self, read: Any) -> Any:
+        return held_identifiers(read)
+
+    def repair_anchor(self, held: Any) -> tuple:
+        return anchor_errors(held)
+
+    def repair_guard(self, held: Any, repaired: Any) -> tuple:
+        return guard_repair(held, repaired.as_contract())
 
     def _accept(self, request: RouteRequest, first_output: Any, checked: Any) -> Any:
         """A checked first output without a repair: emitted if valid, else fail closed (the published protocol of

@@ -163,6 +163,12 @@ class ContractErrorCode(str, enum.Enum):
     NESTING_TOO_DEEP = "NESTING_TOO_DEEP"
     # the repair cannot be held to the first reply: it exposes no primary action_id, or contradictory ones
     REPAIR_UNANCHORED = "REPAIR_UNANCHORED"
+    # the composite contract (kit, issue 32: routebr_kit.core.composite): an ordered list of 1-3 items
+    ITEMS_NOT_A_LIST = "ITEMS_NOT_A_LIST"
+    ITEMS_EMPTY = "ITEMS_EMPTY"
+    ITEMS_TOO_LONG = "ITEMS_TOO_LONG"
+    ITEM_NOT_AN_OBJECT = "ITEM_NOT_AN_OBJECT"
+    ITEMS_DUPLICATE = "ITEMS_DUPLICATE"
 
     @property
     def message(self) -> str:
@@ -195,6 +201,11 @@ _CONTRACT_MESSAGES = {
     ContractErrorCode.NON_FINITE_NUMBER: "NaN and Infinity are not JSON",
     ContractErrorCode.NESTING_TOO_DEEP: "output nests too deeply",
     ContractErrorCode.REPAIR_UNANCHORED: "no repair: the output exposes no single primary action_id/object_id",
+    ContractErrorCode.ITEMS_NOT_A_LIST: "a composite output must be one JSON object with an items list",
+    ContractErrorCode.ITEMS_EMPTY: "a composite output must propose at least one item",
+    ContractErrorCode.ITEMS_TOO_LONG: "a composite output may propose at most three items",
+    ContractErrorCode.ITEM_NOT_AN_OBJECT: "each composite item must be one JSON object",
+    ContractErrorCode.ITEMS_DUPLICATE: "a composite output may not repeat an (action_id, object_id) item",
 }
 
 

@@ -64,10 +64,26 @@ class Stage(str, enum.Enum):
     B2_DIRECT_GUARD = "B2_DIRECT_GUARD"
     REPAIR_B1_DIRECT = "REPAIR_B1_DIRECT"
     REPAIR_B2_DIRECT_GUARD = "REPAIR_B2_DIRECT_GUARD"
+    # (kit, issue 32) the composite contract: one call proposes an ordered list of 1-3 items
+    ROUTEBR_COMPOSITE = "ROUTEBR_COMPOSITE"
+    REPAIR_ROUTEBR_COMPOSITE = "REPAIR_ROUTEBR_COMPOSITE"
+    B1_DIRECT_COMPOSITE = "B1_DIRECT_COMPOSITE"
+    REPAIR_B1_DIRECT_COMPOSITE = "REPAIR_B1_DIRECT_COMPOSITE"
+    B2_DIRECT_GUARD_COMPOSITE = "B2_DIRECT_GUARD_COMPOSITE"
+    REPAIR_B2_DIRECT_GUARD_COMPOSITE = "REPAIR_B2_DIRECT_GUARD_COMPOSITE"
 
     @property
     def is_repair(self) -> bool:
         return self.value.startswith("REPAIR_")
+
+    @property
+    def is_composite(self) -> bool:
+        return self.value.endswith("_COMPOSITE")
+
+    @property
+    def single(self) -> Stage:
+        """The single-item answering stage this stage (a repair, a composite, or both) belongs to."""
+        return Stage(self.value.removeprefix("REPAIR_").removesuffix("_COMPOSITE"))
 
     @property
     def repair_stage(self) -> Stage:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.composite import COMPOSITE_CONTRACT_VERSION
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_bytes
 from ..core.records import Stage
@@ -28,6 +29,12 @@ PROMPT_KEYS = ("ROUTEBR", "B1_DIRECT", "B2_DIRECT_GUARD", "REPAIR")
 ANSWERING_STAGES = ("ROUTEBR", "B1_DIRECT", "B2_DIRECT_GUARD")
 DEFAULT_VERSION = "1"
 _SCHEMA_SLOT = "{output_schema}"
+#: The composite contract's instruction (issue 32), appended to a single-item stage's text; the kit's own, not a
+#: published text, so the prompt files (and their hashes) stay as they are.
+COMPOSITE_ADDENDUM = (
+    "Composite contract {version}: the request may ask for up to three things. Answer one JSON object "
+    '{"items": [...]} listing one to three items in the order the customer asked for them; each item is one object '
+    "answering as above for that part of the request (topk optional). Never repeat an item.")
 
 
 
@@ -49,7 +56,13 @@ class PromptSet:
         return Protocol.KIT
 
     def instruction(self, stage: Stage) -> str:
-        """The system message of a stage; a ``REPAIR_<STAGE>`` gets the repair text plus its target schema."""
+        """The system message of a stage; a ``REPAIR_<STAGE>`` gets the repair text plus its target schema; a
+        composite stage (``<STAGE>_COMPOSITE``) the text of its single-item stage, with the composite schema
+        (:func:`composite_output_schema`), plus :data:`COMPOSITE_ADDENDUM`."""
+        if stage.is_composite and not stage.is_repair:
+            single = stage.value.removesuffix("_COMPOSITE")
+            return (self.texts[single].replace(_SCHEMA_SLOT, self.output_schemas[stage.value]) + "\n\n"
+                    + COMPOSITE_ADDENDUM.replace("{version}", COMPOSITE_CONTRACT_VERSION))
         if stage.is_repair:
             target = stage.value.removeprefix("REPAIR_")
             line = self.repair_target.replace("{stage}", target).replace(_SCHEMA_SLOT, self.output_schemas[target])
@@ -97,8 +110,16 @@ def load_prompts(language: Language | str = Language.EN, version: str = DEFAULT_
     if declared != language.value:
         raise DataError(ErrorCode.INVALID_VALUE, f"metadata.language {language.value!r}", file=name,
                         field="metadata.language", got=declared)
+    output_schemas = {k: schemas[k] for k in ANSWERING_STAGES}
+    output_schemas.update({f"{k}_COMPOSITE": composite_output_schema(schemas[k]) for k in ANSWERING_STAGES})
     return PromptSet(str(meta.get("prompt_id", "")), str(meta.get("version", "")), language, texts,
-                     {k: schemas[k] for k in ANSWERING_STAGES}, repair_target, sha256_bytes(data))
+                     output_schemas, repair_target, sha256_bytes(data))
+
+
+def composite_output_schema(single: str) -> str:
+    """The output schema of a composite stage (issue 32), derived from its single-item stage's: an ``items`` list
+    of one to three such objects (``topk`` optional in an item).  Derived, never read from a prompt file."""
+    return '{"items": [' + single + ", ... 1-3 items, topk optional]}"
 
 
 def detect_language(texts: Iterable[str]) -> Language:

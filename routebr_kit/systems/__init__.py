@@ -11,6 +11,7 @@ from .. import lazy_exports
 #: Every public name → the module of this package that defines it.
 _EXPORTS: dict[str, str] = {
     "CitationSummary": "baselines",
+    "CompositeBaseline": "composite",
     "DIRECT_SCHEMA": "baselines",
     "DirectBaseline": "baselines",
     "DirectDecision": "baselines",
