@@ -13,7 +13,7 @@ from routebr_kit.core.records import Entity
 from routebr_kit.core.session import Event
 from routebr_kit.dataset.sessions import SessionStep, generate_sessions, session_assets
 from routebr_kit.review.sessions import SessionReplay, diff_sessions, shadow_sessions, stale_history
-from routebr_kit.runs.sessions import SessionLedger, decision_summary, run_sessions
+from routebr_kit.runs.sessions import ItemwiseProposer, SessionLedger, decision_summary, run_sessions
 from routebr_kit.store.assets import load_assets
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,6 +28,11 @@ CANDIDATES = {
 }
 
 
+def _key(decision) -> tuple:
+    summary = decision_summary(decision)
+    return summary["final_path"], summary["object_id"], summary["rule_id"]
+
+
 def _controller(tmp_path: Path, name: str, text: str):
     path = tmp_path / f"{name}.csv"
     path.write_text(text, encoding="utf-8")
@@ -37,7 +42,7 @@ def _controller(tmp_path: Path, name: str, text: str):
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     bench = generate_sessions(3, "en", 60)
-    backend = SimulatedBackend("deepseek_v4_primary", bench.cases(), seed=0)
+    backend = ItemwiseProposer(SimulatedBackend("deepseek_v4_primary", bench.cases() + bench.item_cases(), seed=0))
     sessions = [(s.session_id, s.steps) for s in bench.sessions]
     ledger, decisions = run_sessions(bench.assets.controller(), sessions, backend)
     path = ledger.write(tmp_path_factory.mktemp("ledger") / "sessions.jsonl")
@@ -58,12 +63,14 @@ def test_shadow_equals_rerunning_the_sessions_from_scratch(recorded, tmp_path, n
     diff = diff_sessions(replay)
     by_session = {c.session_id: c for c in diff.changes}
     for sid, decisions in scratch.items():
-        differ = [i for i, (a, b) in enumerate(zip(base_run[sid], decisions))
-                  if (a.final_path, a.rule_id) != (b.final_path, b.rule_id)]
+        differ = [i for i, (a, b) in enumerate(zip(base_run[sid], decisions)) if _key(a) != _key(b)]
         assert (by_session[sid].first_changed if sid in by_session else None) == (differ[0] if differ else None)
         if differ:
             assert list(by_session[sid].changed) == differ
     assert diff.changes, f"candidate {name} changes no decision: the test would prove nothing"
+    assert any(r.step.composite for rs in ledger.sessions.values() for r in rs)  # composite sessions included
+    if name == "identity_1800":  # a longer identity window lets blocked composite sales through
+        assert any(ledger.sessions[c.session_id][j].step.composite for c in diff.changes for j in c.changed)
 
 
 def test_an_identical_candidate_changes_nothing(recorded):
@@ -82,8 +89,7 @@ def _ledger_of(steps):
         async def complete(self, call):
             from routebr_kit.core.calls import ModelReply
             step = next(s for s in steps if s.utterance == call.payload["request"])
-            return ModelReply(content={"action_id": step.gold_action, "object_id": step.gold_object,
-                                       "topk": [step.gold_action]}, model="scripted")
+            return ModelReply(content=step.gold_output(), model="scripted")
 
     ledger, decisions = run_sessions(controller, [("S1", steps)], Scripted())
     return ledger, decisions["S1"]
@@ -126,3 +132,26 @@ def test_history_only_changes_are_attributed(tmp_path):
     assert [c["final_path"] for c in change.candidate] == ["T_REJECT", A5]
     assert change.first_changed == 0 and change.changed == (0, 1) and change.history_only == (1,)
     assert diff.history_only == 1 and [r["history_only"] for r in diff.rows()] == [False, True]
+
+
+def test_a_composite_request_changes_the_history_of_the_next(tmp_path):
+    """A sale at t=100 after a check at 70; at t=1000 the atomic composite "how is X doing, and sell X": the base
+    (checks valid 600 s) blocks the sale and withholds the analysis; a candidate with checks valid 1800 s dispatches
+    both.  A third sale at 1100 (fresh check) is then the candidate's second protected operation in the hour and
+    is refused (T110) — only because of the composite's own change: on the base's history it would pass."""
+    etf = Entity("ETF_1", "ETF", "Alpha ETF")
+    check = (Event(70, "identity_check"),)
+    steps = [SessionStep("S1-R1", 100, check, "sell alpha", (etf,), A5, "ETF_1", {"amount": 1000}),
+             SessionStep("S1-R2", 1000, (), "how is alpha doing, then sell alpha", (etf,), "A3_ACCOUNT_ANALYSIS",
+                         "ETF_1", {"amount": 1000}, items=(("A3_ACCOUNT_ANALYSIS", "ETF_1"), (A5, "ETF_1")),
+                         mode="atomic"),
+             SessionStep("S1-R3", 1100, (Event(1090, "identity_check"),), "sell alpha again", (etf,), A5, "ETF_1",
+                         {"amount": 1000})]
+    ledger, base = _ledger_of(steps)
+    assert [decision_summary(d)["final_path"] for d in base] == [A5, "T_CLARIFY + T_CLARIFY", A5]
+    cand = _controller(tmp_path, "id1800", CANDIDATES["identity_1800"])
+    diff = diff_sessions(SessionReplay(ledger, session_assets("en").controller(), cand))
+    (change,) = diff.changes
+    assert change.first_changed == 1 and change.first_request_id == "S1-R2"
+    assert [c["final_path"] for c in change.candidate] == [A5, f"A3_ACCOUNT_ANALYSIS + {A5}", "T_REJECT"]
+    assert change.changed == (1, 2) and change.history_only == (2,)

@@ -17,13 +17,21 @@ kit's controller computes, each request seeing the history the earlier gold deci
 * ``analysis_before_check`` (``before``) — account analysis before any identity check (``CLARIFY``, T130), then a
   check, then the same analysis (dispatched);
 * ``state_first`` — a state rule decides before any temporal one (an unverified session: R050; a safety
-  escalation: R001), next to an advisory request.
+  escalation: R001), next to an advisory request;
+* ``composite`` — a protected operation after an identity check, then one **composite** request (contract
+  ``routebr-composite/1``, :mod:`routebr_kit.core.composite_decision`) "how is X doing, and sell Y" whose second
+  item is blocked: the check has expired (``within``) or, every third session, two protected operations already
+  ran in the hour (``count``).  Its mode alternates: ``independent`` (the analysis is dispatched, the sale not)
+  and ``atomic`` (neither: the analysis is withheld).
 
 Every third session of a scenario is its variant (the boundary variant, the safety escalation).
 
-Gold: the gold proposal ``{action, object, topk: [action]}`` of each request goes through the controller on the
-request's session: its time, its amount, the external events before it and every earlier request's *gold*
-decision (an event ``dispatch`` / ``non_dispatch``).  Deterministic in ``(seed, language, sessions)``.
+Gold: the gold proposal ``{action, object, topk: [action]}`` of each request (a composite request: its gold items
+``{"items": [...]}``, through :class:`~routebr_kit.core.composite_decision.CompositeController` in the request's
+mode) goes through the controller on the request's session: its time, its amount, the external events before it
+and every earlier request's *gold* decision (an event ``dispatch`` / ``non_dispatch``; one per decided item of a
+composite request).  :meth:`SessionBenchmark.cases` holds the single-item requests (one :class:`Case` each); a
+composite request's gold is :attr:`SessionCase.composite_gold`.  Deterministic in ``(seed, language, sessions)``.
 """
 
 from __future__ import annotations
@@ -48,7 +56,7 @@ from .language import Language
 A1, A2, A3, A4, A5 = ("A1_ADVISORY", "A2_INFO_LOOKUP", "A3_ACCOUNT_ANALYSIS", "A4_SUPPORT_RESPONSE",
                       "A5_PROTECTED_ACTION")
 PREDICATES = ("within", "count", "sum", "before")
-SCENARIOS = ("identity_expiry", "third_in_hour", "daily_total", "analysis_before_check", "state_first")
+SCENARIOS = ("identity_expiry", "third_in_hour", "daily_total", "analysis_before_check", "state_first", "composite")
 #: The session rule program (a checkout's ``data/sessions/``).
 SESSION_DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "sessions"
 _RESOURCES = Path(__file__).resolve().parents[1] / "resources"
@@ -63,6 +71,8 @@ TEMPLATES: Mapping[str, Mapping[str, tuple[str, ...]]] = MappingProxyType({
         A4: ("I cannot find the statements page, can you help?", "The app keeps logging me out, what should I do?"),
         A5: ("Sell {amount} worth of {name} now.", "Place an order to buy {amount} of {name}.",
              "Please redeem {amount} of my {name}."),
+        "composite": ("How is my position in {name} doing? And sell {amount} of {name2}.",
+                      "Check my holding of {name}, then sell {amount} worth of {name2}."),
     }),
     "zh": MappingProxyType({
         A1: ("{name}适合我长期持有吗？", "现在买入{name}合适吗？"),
@@ -70,6 +80,8 @@ TEMPLATES: Mapping[str, Mapping[str, tuple[str, ...]]] = MappingProxyType({
         A3: ("帮我分析一下我持有的{name}。", "我在{name}上的仓位表现如何？"),
         A4: ("我找不到对账单页面，能帮我吗？", "应用总是把我登出，怎么办？"),
         A5: ("现在卖出{amount}元的{name}。", "帮我下单买入{amount}元{name}。", "请赎回我持有的{amount}元{name}。"),
+        "composite": ("帮我看看{name}的仓位，然后卖出{amount}元{name2}。",
+                      "我持有的{name}表现如何？再帮我卖出{amount}元{name2}。"),
     }),
 })
 
@@ -88,6 +100,18 @@ class SessionStep:
     gold_object: str
     attributes: Mapping[str, int] = field(default_factory=dict)
     state: Mapping[str, bool] = field(default_factory=lambda: _STATE)
+    items: tuple[tuple[str, str], ...] = ()  # a composite request's gold items (action, object), in order
+    mode: str = ""  # a composite request's mode: "atomic" or "independent"
+
+    @property
+    def composite(self) -> bool:
+        return bool(self.items)
+
+    def gold_output(self) -> dict[str, Any]:
+        """The gold proposal (a composite request: its gold items)."""
+        if self.items:
+            return {"items": [{"action_id": a, "object_id": o} for a, o in self.items]}
+        return {"action_id": self.gold_action, "object_id": self.gold_object, "topk": [self.gold_action]}
 
     def request(self, history: Sequence[Event], session_id: str) -> RouteRequest:
         """The request with its session: ``history`` (earlier decisions and events) plus this step's externals."""
@@ -100,7 +124,8 @@ class SessionStep:
                 "external_events": [e.as_dict() for e in self.externals],
                 "utterance": self.utterance, "state": dict(self.state), "attributes": dict(self.attributes),
                 "candidates": [e.prompt_view() for e in self.candidates],
-                "gold_proposal": {"action_id": self.gold_action, "object_id": self.gold_object}}
+                "gold_proposal": {"action_id": self.gold_action, "object_id": self.gold_object},
+                **({"gold_items": [list(i) for i in self.items], "mode": self.mode} if self.items else {})}
 
 
 @dataclass(frozen=True)
@@ -112,18 +137,22 @@ class SessionCase:
     scenario: str
     variant: str
     steps: tuple[SessionStep, ...]
-    gold: tuple[Case, ...]  # one per step, its request carrying the gold history
+    gold: tuple[Case | None, ...]  # per step: a single request's case (its request carrying the gold history)
     exercised: tuple[tuple[str, ...], ...]  # per step: the temporal ops the controller evaluated
-    fired: tuple[tuple[str, ...], ...]  # per step: the temporal ops of the deciding rule
+    fired: tuple[tuple[str, ...], ...]  # per step: the temporal ops of the deciding rule(s)
+    summaries: tuple[Mapping[str, Any], ...] = ()  # per step: the gold decision (a composite: per item)
+    item_cases: tuple[Case, ...] = ()  # each composite item as a single request ``<request_id>.<n>`` (its gold)
+
+    @property
+    def composite_gold(self) -> tuple[Mapping[str, Any] | None, ...]:
+        """Per step: a composite request's gold (``None`` for a single request)."""
+        return tuple(g if "items" in g else None for g in self.summaries)
 
     def as_dict(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "language": self.language, "scenario": self.scenario,
                 "variant": self.variant,
-                "requests": [{**s.as_dict(), "gold": {"final_path": c.gold.final_path,
-                                                      "boundary": c.gold.boundary.value,
-                                                      "rule_ids": list(c.gold.rule_ids)},
-                              "exercised": list(ex), "fired": list(fi)}
-                             for s, c, ex, fi in zip(self.steps, self.gold, self.exercised, self.fired)]}
+                "requests": [{**s.as_dict(), "gold": dict(g), "exercised": list(ex), "fired": list(fi)}
+                             for s, g, ex, fi in zip(self.steps, self.summaries, self.exercised, self.fired)]}
 
 
 @dataclass(frozen=True)
@@ -134,7 +163,14 @@ class SessionBenchmark:
     assets: Assets
 
     def cases(self) -> tuple[Case, ...]:
-        return tuple(c for s in self.sessions for c in s.gold)
+        """The single-item requests, one case each (composite requests are not cases: see ``composite_gold``)."""
+        return tuple(c for s in self.sessions for c in s.gold if c is not None)
+
+    def item_cases(self) -> tuple[Case, ...]:
+        """Every composite item as a single request (``<request_id>.<n>``, the item's clause of the utterance is
+        not separated: the whole request), its gold the item's own decision — what a per-item proposer is scored
+        on."""
+        return tuple(c for s in self.sessions for c in s.item_cases)
 
     def audit(self) -> dict[str, Any]:
         return audit_sessions(self.sessions)
@@ -184,6 +220,21 @@ class _Writer:
         n = len(self.steps) + 1
         self.steps.append(SessionStep(f"{self.session_id}-R{n}", self.clock, externals, text, candidates, action, obj,
                                       MappingProxyType(attrs), MappingProxyType(dict(state or _STATE))))
+
+    def composite(self, mode: str, *, check_before: int | None = None) -> None:
+        """A composite request "how is X doing, and sell Y": items (A3, X), (A5, Y) in ``mode``."""
+        externals = ()
+        if check_before is not None:
+            externals = (Event(self.clock - check_before, "identity_check", attributes={"method": "otp"}),)
+        x, y, z = self.rng.sample(list(self.entities), 3)
+        amount = self.rng.randrange(1, 10) * 1000
+        text = self.rng.choice(TEMPLATES[self.language]["composite"]).format(name=x.display_name, name2=y.display_name,
+                                                                             amount=f"{amount / 100:.2f}")
+        candidates = tuple(self.rng.sample([x, y, z], 3))
+        n = len(self.steps) + 1
+        self.steps.append(SessionStep(f"{self.session_id}-R{n}", self.clock, externals, text, candidates, A3,
+                                      x.object_id, MappingProxyType({"amount": amount}), MappingProxyType(dict(_STATE)),
+                                      ((A3, x.object_id), (A5, y.object_id)), mode))
 
 
 def _identity_expiry(w: _Writer, k: int) -> str:
@@ -240,34 +291,89 @@ def _state_first(w: _Writer, k: int) -> str:
     return "safety_escalation" if safety else "unverified"
 
 
+def _composite(w: _Writer, k: int) -> str:
+    by_count = k % 3 == 2
+    mode = "atomic" if k % 2 else "independent"
+    w.step(A5, check_before=w.rng.randrange(10, 200), amount=w.rng.randrange(1, 10) * 1000)
+    if by_count:  # a second protected operation inside the hour, after a fresh check
+        w.tick(w.rng.randrange(300, 900))
+        w.step(A5, check_before=w.rng.randrange(10, 200), amount=w.rng.randrange(1, 10) * 1000)
+        w.tick(w.rng.randrange(60, 300))
+        w.composite(mode, check_before=w.rng.randrange(10, 50))  # fresh check: the hourly count blocks the sale
+    else:
+        w.tick(w.rng.randrange(700, 1800))
+        w.composite(mode)  # the check has expired
+    return f"{'count' if by_count else 'expired'}_{mode}"
+
+
 _BUILDERS = {"identity_expiry": _identity_expiry, "third_in_hour": _third_in_hour, "daily_total": _daily_total,
-             "analysis_before_check": _analysis_before_check, "state_first": _state_first}
+             "analysis_before_check": _analysis_before_check, "state_first": _state_first,
+             "composite": _composite}
+
+
+def gold_summary(d: Any) -> dict[str, Any]:
+    """A gold decision as the benchmark records it: terminal, final path and rule; a composite decision per item."""
+    if not hasattr(d, "items"):
+        return {"terminal": d.terminal.value, "final_path": d.final_path, "boundary": d.boundary,
+                "rule_ids": [d.rule_id] if d.rule_id else []}
+    items = [{"action_id": o.output.get("action_id"), "object_id": o.output.get("object_id"),
+              "status": o.status.value, "emitted": o.emitted.value,
+              "final_path": o.decision.final_path if o.dispatched else f"T_{o.emitted.value}",
+              "rule_id": o.decision.rule_id if o.decision is not None else None} for o in d.items]
+    return {"terminal": d.terminal.value, "mode": d.mode.value, "terminals": [t.value for t in d.terminals],
+            "final_path": " + ".join(i["final_path"] for i in items), "items": items,
+            "rule_ids": [i["rule_id"] for i in items if i["rule_id"]]}
+
+
+def _decide_gold(controller: Controller, step: SessionStep, request: RouteRequest) -> tuple[Any, list[Any]]:
+    """The gold decision of a step and the single-item decisions it is made of."""
+    if not step.composite:
+        d = controller.decide(request, step.gold_output())
+        return d, [d]
+    from ..core.composite_decision import CompositeController
+
+    d = CompositeController(controller, step.mode).decide(request, step.gold_output())
+    return d, [o.decision for o in d.items if o.decision is not None]
 
 
 def label_session(controller: Controller, steps: Sequence[SessionStep], session_id: str
-                  ) -> tuple[list[Case], list[tuple[str, ...]], list[tuple[str, ...]]]:
-    """Gold per step: the controller on the gold proposal and the gold history; the temporal ops it evaluated
-    and the ones of the deciding rule."""
+                  ) -> tuple[list[Case | None], list[tuple[str, ...]], list[tuple[str, ...]], list[dict[str, Any]],
+                             list[Case]]:
+    """Gold per step: the controller on the gold proposal and the gold history; the temporal ops it evaluated,
+    the ones of the deciding rule(s), and the gold summary."""
     history: list[Event] = []
-    cases, exercised, fired = [], [], []
+    cases: list[Case | None] = []
+    exercised, fired, summaries, items = [], [], [], []
     for step in steps:
         request = step.request(history, session_id)
-        d = controller.decide(request, {"action_id": step.gold_action, "object_id": step.gold_object,
-                                        "topk": [step.gold_action]})
-        if d.proposal is None or d.rule is None:
-            raise DataError(ErrorCode.INCONSISTENT_ASSETS, "a valid gold proposal", got=d.final_path,
+        d, singles = _decide_gold(controller, step, request)
+        if (step.composite and d.reason is not None) or any(x.proposal is None or x.rule is None for x in singles):
+            raise DataError(ErrorCode.INCONSISTENT_ASSETS, "a valid gold proposal", got=d.terminal.value,
                             field=step.request_id)
-        gold = Gold(step.gold_action, ObjectDifficulty.NONE if step.gold_object == NONE else
-                    ObjectDifficulty.EXPLICIT_NAME, step.gold_object, Boundary(d.boundary), d.final_path,
-                    (d.rule_id,))
-        cell = "|".join((step.gold_action, d.boundary, d.rule_id))
-        cases.append(Case(request, Split.MAIN, gold, "", cell))
-        reached = [r for r in controller.policy.rules if r.applies(step.gold_action) and r.priority <= d.rule.priority]
-        exercised.append(tuple(sorted({t.op for r in reached for t in r.condition.temporal})))
-        fired.append(tuple(sorted({t.op for t in d.rule.condition.temporal})))
+        ops_reached, ops_fired = set(), set()
+        for x, (action, _) in zip(singles, step.items or ((step.gold_action, step.gold_object),)):
+            reached = [r for r in controller.policy.rules if r.applies(action) and r.priority <= x.rule.priority]
+            ops_reached |= {t.op for r in reached for t in r.condition.temporal}
+            ops_fired |= {t.op for t in x.rule.condition.temporal}
+        exercised.append(tuple(sorted(ops_reached)))
+        fired.append(tuple(sorted(ops_fired)))
+        summaries.append(gold_summary(d))
+        cases.append(None if step.composite else _case(step, request, d))
+        if step.composite:  # each decided item as a single request with its own gold
+            for n, ((action, obj), x) in enumerate(zip(step.items, singles), start=1):
+                one = SessionStep(f"{step.request_id}.{n}", step.now, (), step.utterance, step.candidates, action, obj)
+                items.append(_case(one, RouteRequest(one.request_id, step.utterance, (), request.state,
+                                                     step.candidates, request.session), x))
         history.extend(step.externals)
-        history.append(event_of_decision(d, step.now, step.attributes))
-    return cases, exercised, fired
+        history.extend(d.events(step.now, step.attributes) if step.composite
+                       else (event_of_decision(d, step.now, step.attributes),))
+    return cases, exercised, fired, summaries, items
+
+
+def _case(step: SessionStep, request: RouteRequest, d: Any) -> Case:
+    gold = Gold(step.gold_action, ObjectDifficulty.NONE if step.gold_object == NONE else
+                ObjectDifficulty.EXPLICIT_NAME, step.gold_object, Boundary(d.boundary), d.final_path, (d.rule_id,))
+    return Case(request, Split.MAIN, gold, "", "|".join((step.gold_action, d.boundary, d.rule_id)))
 
 
 def generate_sessions(seed: int = 0, language: Language | str = Language.EN, sessions: int = 40, *,
@@ -290,35 +396,37 @@ def generate_sessions(seed: int = 0, language: Language | str = Language.EN, ses
         writer = _Writer(rng, lang.value, entities, session_id)
         variant = _BUILDERS[scenario](writer, seen[scenario])
         seen[scenario] += 1
-        cases, exercised, fired = label_session(controller, writer.steps, session_id)
+        cases, exercised, fired, summaries, items = label_session(controller, writer.steps, session_id)
         out.append(SessionCase(session_id, lang.value, scenario, variant, tuple(writer.steps), tuple(cases),
-                               tuple(exercised), tuple(fired)))
+                               tuple(exercised), tuple(fired), tuple(summaries), tuple(items)))
     return SessionBenchmark(seed, lang.value, tuple(out), assets)
 
 
 # --------------------------------------------------------------------------------------------- audit
 
 
-def _terminal(final_path: str) -> str:
-    return final_path[2:] if final_path.startswith("T_") else "DISPATCH"
-
-
 def audit_sessions(sessions: Iterable[SessionCase]) -> dict[str, Any]:
-    """The composition: sessions and requests per language, scenario (and variant) and gold terminal; per
-    temporal predicate the requests that evaluated it and those it decided; requests per session."""
+    """The composition: sessions and requests per language, scenario (and variant) and gold terminal (a composite
+    request: the request's terminal); per temporal predicate the requests that evaluated it and those it decided;
+    composite requests per mode, items per status; requests per session."""
     sessions = list(sessions)
-    requests = [(s, c, ex, fi) for s in sessions for c, ex, fi in zip(s.gold, s.exercised, s.fired)]
+    requests = [(s, g, ex, fi) for s in sessions for g, ex, fi in zip(s.summaries, s.exercised, s.fired)]
     per_pred = {p: {"evaluated": sum(p in ex for _, _, ex, _ in requests),
                     "decided": sum(p in fi for _, _, _, fi in requests),
                     "sessions": sum(any(p in fi for fi in s.fired) for s in sessions)} for p in PREDICATES}
+    composite = [g for _, g, _, _ in requests if "items" in g]
     return {
         "sessions": len(sessions), "requests": len(requests),
         "per_language": dict(sorted(Counter(s.language for s in sessions).items())),
         "requests_per_language": dict(sorted(Counter(s.language for s, *_ in requests).items())),
         "per_scenario": dict(sorted(Counter(f"{s.scenario}/{s.variant}" for s in sessions).items())),
-        "per_terminal": dict(sorted(Counter(_terminal(c.gold.final_path) for _, c, _, _ in requests).items())),
-        "per_rule": dict(sorted(Counter(c.gold.rule_ids[0] for _, c, _, _ in requests).items())),
+        "per_terminal": dict(sorted(Counter(g["terminal"] for _, g, _, _ in requests).items())),
+        "per_rule": dict(sorted(Counter(r for _, g, _, _ in requests for r in g["rule_ids"]).items())),
         "per_predicate": per_pred,
+        "composite": {"requests": len(composite), "items": sum(len(g["items"]) for g in composite),
+                      "per_mode": dict(sorted(Counter(g["mode"] for g in composite).items())),
+                      "item_status": dict(sorted(Counter(i["status"] for g in composite
+                                                         for i in g["items"]).items()))},
         "requests_per_session": dict(sorted(Counter(len(s.steps) for s in sessions).items())),
         "unexercised": [p for p in PREDICATES if not per_pred[p]["decided"]],
     }

@@ -25,8 +25,8 @@ from typing import Any
 from ..core.calls import FailureKind
 from ..core.controller import Controller, ControllerOptions
 from ..core.errors import DataError, ErrorCode
-from ..core.session import Event, event_of_decision
-from ..runs.sessions import RecordedRequest, SessionLedger, decision_summary, replay_session
+from ..core.session import Event
+from ..runs.sessions import RecordedRequest, SessionLedger, decision_summary, replay_session, router_for, step_events
 from .assets import AssetEdit
 
 _COMPARED = ("final_path", "object_id", "rule_id")
@@ -71,11 +71,10 @@ class SessionReplay:
         recorded = self._recorded(session_id)
         history: list[Event] = []
         for r, d in zip(recorded[:index], self.base(session_id)):
-            history.extend(r.step.externals)
-            history.append(event_of_decision(d, r.step.now, r.step.attributes))
+            history.extend(step_events(d, r.step))
         r = recorded[index]
-        return self.candidate_controller.decide(r.step.request(history, session_id), r.first_output,
-                                                r.repair_output)
+        return router_for(self.candidate_controller, r.step).decide(r.step.request(history, session_id),
+                                                                    r.first_output, r.repair_output)
 
     def _recorded(self, session_id: str) -> tuple[RecordedRequest, ...]:
         found = self.ledger.sessions.get(session_id)
@@ -107,7 +106,8 @@ def shadow_sessions(replay: SessionReplay) -> SessionShadow:
         cand = replay.candidate(sid)
         decisions[sid] = tuple(decision_summary(d) for d in cand)
         for i, d in enumerate(cand):
-            if d.failure is not None and d.failure.kind is FailureKind.CACHE_MISS:
+            failure = d.log.failure if hasattr(d, "items") and d.log is not None else getattr(d, "failure", None)
+            if failure is not None and failure.kind is FailureKind.CACHE_MISS:
                 unrecorded.append((sid, i))
         for i, (r, d) in enumerate(zip(recorded, replay.base(sid))):
             if r.decision and _key(r.decision) != _key(decision_summary(d)):
