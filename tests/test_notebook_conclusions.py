@@ -568,7 +568,7 @@ def test_sessions_facts_match_the_tables(variant) -> None:
     route = scores[(scores.proposer == "simulated") & (scores.system == "routebr")].iloc[0]
     b1 = scores[(scores.proposer == "simulated") & (scores.system == "b1")].iloc[0]
     assert (facts["route_exact"], facts["route_fd"], facts["b1_exact"]) == (route["exact"], route["FD"], b1["exact"])
-    assert facts["requests"] == _count(route["exact"])[1]
+    assert facts["requests"] == _count(route["exact"])[1] + facts["composite_requests"]
     assert facts["floor_pct"] == pytest.approx(scores.iloc[-1]["exact %"], abs=0.06)
     verdicts = _table(out, "horizon_verdicts")
     assert facts["refuted"] == verdicts[verdicts["holds"].astype(str) == "False"].iloc[0]["assertion"]
@@ -577,6 +577,10 @@ def test_sessions_facts_match_the_tables(variant) -> None:
     assert (facts["review_sessions"], facts["review_requests"], facts["review_history_only"]) == (
         review["changed sessions"], review["changed requests"], review["history only"])
     assert facts["review_stale"] == review["per-request shadow wrong"]
+    composite = _table(out, "composite_scores").set_index(["proposer", "system"])
+    assert facts["composite_route"] == composite.loc[("simulated", "routebr"), "composite exact"]
+    assert facts["composite_b1_fd"] == composite.loc[("simulated", "b1"), "items falsely dispatched"]
+    assert facts["composite_requests"] == _count(facts["composite_route"])[1]
 
 
 @pytest.mark.parametrize("variant", variant_names("10_release_review"))

@@ -142,6 +142,7 @@ class SessionCase:
     fired: tuple[tuple[str, ...], ...]  # per step: the temporal ops of the deciding rule(s)
     summaries: tuple[Mapping[str, Any], ...] = ()  # per step: the gold decision (a composite: per item)
     item_cases: tuple[Case, ...] = ()  # each composite item as a single request ``<request_id>.<n>`` (its gold)
+    requests: tuple[RouteRequest, ...] = ()  # per step: the request on the gold history (teacher forcing)
 
     @property
     def composite_gold(self) -> tuple[Mapping[str, Any] | None, ...]:
@@ -167,9 +168,8 @@ class SessionBenchmark:
         return tuple(c for s in self.sessions for c in s.gold if c is not None)
 
     def item_cases(self) -> tuple[Case, ...]:
-        """Every composite item as a single request (``<request_id>.<n>``, the item's clause of the utterance is
-        not separated: the whole request), its gold the item's own decision — what a per-item proposer is scored
-        on."""
+        """Every composite item as a single request ``<request_id>.<n>`` (the whole utterance), its gold the item's
+        own decision: what a simulated proposer answering item by item is drawn from."""
         return tuple(c for s in self.sessions for c in s.item_cases)
 
     def audit(self) -> dict[str, Any]:
@@ -338,14 +338,15 @@ def _decide_gold(controller: Controller, step: SessionStep, request: RouteReques
 
 def label_session(controller: Controller, steps: Sequence[SessionStep], session_id: str
                   ) -> tuple[list[Case | None], list[tuple[str, ...]], list[tuple[str, ...]], list[dict[str, Any]],
-                             list[Case]]:
+                             list[Case], list[RouteRequest]]:
     """Gold per step: the controller on the gold proposal and the gold history; the temporal ops it evaluated,
     the ones of the deciding rule(s), and the gold summary."""
     history: list[Event] = []
     cases: list[Case | None] = []
-    exercised, fired, summaries, items = [], [], [], []
+    exercised, fired, summaries, items, requests = [], [], [], [], []
     for step in steps:
         request = step.request(history, session_id)
+        requests.append(request)
         d, singles = _decide_gold(controller, step, request)
         if (step.composite and d.reason is not None) or any(x.proposal is None or x.rule is None for x in singles):
             raise DataError(ErrorCode.INCONSISTENT_ASSETS, "a valid gold proposal", got=d.terminal.value,
@@ -367,7 +368,7 @@ def label_session(controller: Controller, steps: Sequence[SessionStep], session_
         history.extend(step.externals)
         history.extend(d.events(step.now, step.attributes) if step.composite
                        else (event_of_decision(d, step.now, step.attributes),))
-    return cases, exercised, fired, summaries, items
+    return cases, exercised, fired, summaries, items, requests
 
 
 def _case(step: SessionStep, request: RouteRequest, d: Any) -> Case:
@@ -396,9 +397,9 @@ def generate_sessions(seed: int = 0, language: Language | str = Language.EN, ses
         writer = _Writer(rng, lang.value, entities, session_id)
         variant = _BUILDERS[scenario](writer, seen[scenario])
         seen[scenario] += 1
-        cases, exercised, fired, summaries, items = label_session(controller, writer.steps, session_id)
+        cases, exercised, fired, summaries, items, requests = label_session(controller, writer.steps, session_id)
         out.append(SessionCase(session_id, lang.value, scenario, variant, tuple(writer.steps), tuple(cases),
-                               tuple(exercised), tuple(fired), tuple(summaries), tuple(items)))
+                               tuple(exercised), tuple(fired), tuple(summaries), tuple(items), tuple(requests)))
     return SessionBenchmark(seed, lang.value, tuple(out), assets)
 
 

@@ -65,14 +65,14 @@ def decide_grid(proposers: Mapping[str, Any], cases: Sequence[Case], assets: Any
 
 
 def closed_loop(bench: Any, backend: Any) -> dict[str, Any]:
-    """RouteBR run session by session, each request's history made of its own earlier decisions: requests and
-    whole sessions matching the gold."""
-    from ..runs.sessions import run_sessions
+    """RouteBR run session by session (composite requests too, item by item through :class:`ItemwiseProposer`),
+    each request's history made of its own earlier decisions: requests and whole sessions matching the gold."""
+    from ..runs.sessions import ItemwiseProposer, decision_summary, run_sessions
 
     _, decisions = run_sessions(bench.assets.controller(), [(s.session_id, s.steps) for s in bench.sessions],
-                                backend)
-    hits = {s.session_id: [d.final_path == c.gold.final_path for d, c in zip(decisions[s.session_id], s.gold)]
-            for s in bench.sessions}
+                                ItemwiseProposer(backend))
+    hits = {s.session_id: [decision_summary(d)["final_path"] == g["final_path"]
+                           for d, g in zip(decisions[s.session_id], s.summaries)] for s in bench.sessions}
     return {"requests": sum(map(sum, hits.values())), "n": sum(map(len, hits.values())),
             "sessions": sum(all(h) for h in hits.values()), "n_sessions": len(hits)}
 
@@ -86,7 +86,7 @@ def run_benchmarks(benches: Sequence[Any], sim_profile: str, seed: int, learned:
     grids: dict[tuple[str, str], dict[str, Any]] = {}
     loops: dict[str, dict[str, int]] = {}
     for b in benches:
-        proposers = {"simulated": SimulatedBackend(sim_profile, b.cases(), seed=seed)}
+        proposers = {"simulated": SimulatedBackend(sim_profile, b.cases() + b.item_cases(), seed=seed)}
         if learned is not None:
             proposers["learned"] = learned
         for key, run in decide_grid(proposers, b.cases(), b.assets).items():
@@ -99,6 +99,50 @@ def run_benchmarks(benches: Sequence[Any], sim_profile: str, seed: int, learned:
                 loops.setdefault(name, {}).setdefault(k, 0)
                 loops[name][k] += v
     return grids, loops, tuple(c for b in benches for c in b.cases())
+
+
+def composite_scores(benches: Sequence[Any], sim_profile: str, seed: int, learned: Any = None) -> pd.DataFrame:
+    """The composite requests (on their gold history) through RouteBR, B1 and B2 in their mode, each proposer
+    answering item by item (:class:`~routebr_kit.runs.sessions.ItemwiseProposer`): requests whose every item emits
+    the gold, items that do, and items dispatched where the gold does not (false dispatches)."""
+    from ..backends.simulated import SimulatedBackend
+    from ..core.composite_decision import CompositeController
+    from ..runs.sessions import ItemwiseProposer
+    from ..systems.composite import CompositeBaseline
+
+    tally: dict[tuple[str, str], list[int]] = {}
+    for b in benches:
+        proposers = {"simulated": SimulatedBackend(sim_profile, b.cases() + b.item_cases(), seed=seed)}
+        if learned is not None:
+            proposers["learned"] = learned
+        a = b.assets
+        routers = {mode: {"routebr": CompositeController(a.controller(), mode),
+                          "b1": CompositeBaseline.for_system("b1_direct", a.catalog, a.policy, mode),
+                          "b2": CompositeBaseline.for_system("b2_direct_guard", a.catalog, a.policy, mode)}
+                   for mode in ("atomic", "independent")}
+        for s in b.sessions:
+            for step, request, gold in zip(s.steps, s.requests, s.summaries):
+                if not step.composite:
+                    continue
+                for name, backend in proposers.items():
+                    for system, router in routers[step.mode].items():
+                        d = run_sync(router.aroute(request, ItemwiseProposer(backend)))
+                        _tally(tally.setdefault((name, system), [0, 0, 0, 0, 0]), d, gold)
+    return pd.DataFrame([{"proposer": p, "system": s, "composite exact": f"{t[0]}/{t[1]}",
+                          "items exact": f"{t[2]}/{t[3]}", "items falsely dispatched": t[4]}
+                         for (p, s), t in tally.items()])
+
+
+def _tally(t: list[int], d: Any, gold: Mapping[str, Any]) -> None:
+    from ..runs.sessions import decision_summary
+
+    got = decision_summary(d)["final_path"].split(" + ")
+    want = [i["final_path"] for i in gold["items"]]
+    t[0] += got == want
+    t[1] += 1
+    t[2] += sum(a == b for a, b in zip(got, want))
+    t[3] += len(want)
+    t[4] += sum(not a.startswith("T_") and b.startswith("T_") for a, b in zip(got, want))
 
 
 def score_grid(grid: Mapping[tuple[str, str], Mapping[str, Any]], cases: Sequence[Case], floor: Any,
@@ -128,15 +172,15 @@ def _row(proposer: str, system: str, s: Any, floor: Any, loop: Mapping[str, Any]
 
 
 def timeline(session: Any) -> pd.DataFrame:
-    """One session, request by request: time since the start, the external events, the request, the gold
-    decision, its rule and the temporal predicates it evaluated."""
+    """One session, request by request: time since the start, the external events, the request (a composite:
+    its mode), the gold decision (per item), its rule(s) and the temporal predicates it evaluated."""
     start = min([session.steps[0].now, *(e.at for e in session.steps[0].externals)])
     records = []
-    for step, case, ex in zip(session.steps, session.gold, session.exercised):
+    for step, gold, ex in zip(session.steps, session.summaries, session.exercised):
         records.append({"t (s)": step.now - start, "events before": ", ".join(
             f"{e.kind} at t={e.at - start}" for e in step.externals), "request": step.utterance,
-            "amount": step.attributes.get("amount", ""), "gold": case.gold.final_path,
-            "rule": case.gold.rule_ids[0], "temporal evaluated": ", ".join(ex)})
+            "amount": step.attributes.get("amount", ""), "mode": step.mode, "gold": gold["final_path"],
+            "rule": " + ".join(gold["rule_ids"]), "temporal evaluated": ", ".join(ex)})
     return pd.DataFrame(records)
 
 
@@ -187,7 +231,8 @@ def review_table(ledger: Any, base: Any, candidates: Mapping[str, Any]) -> tuple
 
 
 def conclusion_facts(audit: Mapping[str, Any], scores: pd.DataFrame, floor: Any, report: Any, cx_table: pd.DataFrame,
-                     review_summary: pd.DataFrame, strict_diff: Any, **extra: Any) -> dict[str, Any]:
+                     review_summary: pd.DataFrame, strict_diff: Any, composite: pd.DataFrame,
+                     **extra: Any) -> dict[str, Any]:
     """The facts notebook 14's conclusion is rendered from (``extra``: plain values added as they are)."""
     def row(proposer: str, system: str) -> Any:
         found = scores[(scores.proposer == proposer) & (scores.system == system)]
@@ -199,8 +244,14 @@ def conclusion_facts(audit: Mapping[str, Any], scores: pd.DataFrame, floor: Any,
     decided = {f"{p}_decided": c["decided"] for p, c in audit["per_predicate"].items()}
     first = next((c for c in strict_diff.changes if c.history_only), strict_diff.changes[0] if strict_diff.changes
                  else None)
+    comp = composite.set_index(["proposer", "system"])
     return {
         "sessions": audit["sessions"], "requests": audit["requests"], **decided,
+        "composite_requests": audit["composite"]["requests"], "composite_items": audit["composite"]["items"],
+        "composite_route": comp.loc[("simulated", "routebr"), "composite exact"],
+        "composite_route_fd": int(comp.loc[("simulated", "routebr"), "items falsely dispatched"]),
+        "composite_b1": comp.loc[("simulated", "b1"), "composite exact"],
+        "composite_b1_fd": int(comp.loc[("simulated", "b1"), "items falsely dispatched"]),
         "route_exact": route["exact"], "route_pct": route["exact %"], "route_fd": route["FD"],
         "route_loop": route["closed-loop requests"], "route_sessions": route["sessions all exact"],
         "b1_exact": b1["exact"], "b1_fd": b1["FD"], "b2_exact": b2["exact"], "b2_fd": b2["FD"],
@@ -216,5 +267,5 @@ def conclusion_facts(audit: Mapping[str, Any], scores: pd.DataFrame, floor: Any,
     }
 
 
-__all__ = ["SYSTEMS", "closed_loop", "conclusion_facts", "decide_grid", "open_learned", "replay_counterexample",
-           "review_table", "run_benchmarks", "score_grid", "timeline"]
+__all__ = ["SYSTEMS", "closed_loop", "composite_scores", "conclusion_facts", "decide_grid", "open_learned",
+           "replay_counterexample", "review_table", "run_benchmarks", "score_grid", "timeline"]

@@ -409,13 +409,15 @@ class SessionExplorer:
         self.clear.on_click(lambda _b: (self.added.clear(), self.update()))
 
     def _earlier(self, index: int) -> list[Any]:
-        """The events before request ``index``: external events and the gold proposals' decisions, in order."""
-        from ..core.session import event_of_decision
+        """The events before request ``index``: external events and the gold proposals' decisions, in order (a
+        composite request: one event per decided item)."""
+        from ..runs.sessions import router_for, step_events
 
         history: list[Any] = []
         for step in self.session.steps[:index]:
-            d = self.controller.decide(step.request(history, self.session.session_id), _gold(step))
-            history += [*step.externals, event_of_decision(d, step.now, step.attributes)]
+            d = router_for(self.controller, step).decide(step.request(history, self.session.session_id),
+                                                        step.gold_output())
+            history += step_events(d, step)
         return history + list(self.session.steps[index].externals)
 
     def _select(self, index: int) -> None:
@@ -438,24 +440,30 @@ class SessionExplorer:
         return self.update()
 
     def update(self) -> Any:
+        from ..runs.sessions import decision_summary, router_for
+
         index, now = self.request_no.value, int(self.clock.value)
         step = self.session.steps[index]
         events = sorted([*self._earlier(index), *(e for e in self.added if e.at <= now)], key=lambda e: e.at)
         self.events = tuple(events)
         attrs = {"amount": int(self.amount.value)} if "amount" in step.attributes or self.amount.value else {}
         moved = type(step)(step.request_id, now, (), step.utterance, step.candidates, step.gold_action,
-                           step.gold_object, attrs, step.state)
+                           step.gold_object, attrs, step.state, step.items, step.mode)
         try:
-            self.decision = self.controller.decide(moved.request(events, self.session.session_id), _gold(step))
+            self.decision = router_for(self.controller, step).decide(moved.request(events, self.session.session_id),
+                                                                     step.gold_output())
         except KitError as exc:
             self.decision, self.terminal.value = None, f"<b>not decided:</b> {html.escape(str(exc))}"
             return None
-        d = self.decision
-        colour = "#009E73" if d.dispatched else "#D55E00"
-        evidence = "".join(f"<li><code>{html.escape(o)}</code> {html.escape(x)}</li>" for o, x in d.temporal_evidence())
-        self.terminal.value = (f'<div class="routebr-terminal" data-terminal="{d.terminal.value}" style="font-size:'
-                               f'1.2em;padding:4px 8px;border-left:6px solid {colour}"><b>{html.escape(d.final_path)}'
-                               f"</b> &nbsp; rule {html.escape(d.rule_id or '—')}</div><ul>{evidence}</ul>")
+        d, shown = self.decision, decision_summary(self.decision)
+        colour = "#009E73" if shown["terminal"] == "DISPATCH" else "#D55E00"
+        singles = [o.decision for o in d.items if o.decision is not None] if hasattr(d, "items") else [d]
+        evidence = "".join(f"<li><code>{html.escape(o)}</code> {html.escape(x)}</li>" for one in singles
+                           for o, x in one.temporal_evidence())
+        self.terminal.value = (f'<div class="routebr-terminal" data-terminal="{shown["terminal"]}" style="font-size:'
+                               f'1.2em;padding:4px 8px;border-left:6px solid {colour}"><b>'
+                               f'{html.escape(shown["final_path"])}</b> &nbsp; rule '
+                               f'{html.escape(shown["rule_id"] or "—")}</div><ul>{evidence}</ul>')
         rows = "".join(f"<tr><td>{e.at - now}</td><td>{html.escape(e.describe())}</td></tr>" for e in events)
         self.history_html.value = ("<table><thead><tr><th>age (s, negative)</th><th>event</th></tr></thead>"
                                    f"<tbody>{rows}</tbody></table>")
@@ -463,11 +471,13 @@ class SessionExplorer:
 
     def summary(self) -> str:
         """One static line for papermill / nbval."""
-        d = self.decision
-        if d is None:
+        from ..runs.sessions import decision_summary
+
+        if self.decision is None:
             return "not decided"
+        shown = decision_summary(self.decision)
         return (f"request {self.request_no.value + 1} at t={self.clock.value} with {len(self.events)} earlier events "
-                f"({len(self.added)} added): {d.final_path}, rule {d.rule_id}")
+                f"({len(self.added)} added): {shown['final_path']}, rule {shown['rule_id']}")
 
     @property
     def widget(self) -> widgets.Widget:
@@ -475,10 +485,6 @@ class SessionExplorer:
         box = widgets.VBox([self.request_no, self.clock, self.amount, buttons, self.terminal, self.history_html])
         box.add_class("routebr-session-explorer")
         return box
-
-
-def _gold(step: Any) -> dict[str, Any]:
-    return {"action_id": step.gold_action, "object_id": step.gold_object, "topk": [step.gold_action]}
 
 
 __all__ = ["EXECUTOR_SLIDERS", "PALETTE", "Figure1Explorer", "MetaRouteExplorer", "SessionExplorer",

@@ -45,8 +45,8 @@ def decision_summary(d: Any) -> dict[str, Any]:
     return {"final_path": " + ".join(o.decision.final_path if o.dispatched else f"T_{o.emitted.value}"
                                      for o in items) or f"T_{d.terminal.value}",
             "object_id": " + ".join(str(o.output.get("object_id")) for o in items),
-            "terminal": d.terminal.value, "rule_id": " + ".join(str(o.decision.rule_id) if o.decision else "-"
-                                                               for o in items),
+            "terminal": d.terminal.value,
+            "rule_id": " + ".join(str(getattr(o.decision, "rule_id", "-")) if o.decision else "-" for o in items),
             "reason": d.reason.value if d.reason is not None else "ITEMS_DECIDED"}
 
 
