@@ -45,3 +45,14 @@ def test_a_counterexample_replays_to_the_verifiers_decisions():
     table, decisions = S.replay_counterexample(catalog, policy, result.counterexample)
     assert [d.final_path for d in decisions] == [d["final_path"] for d in result.counterexample.decisions[0]]
     assert len(table) == 2 and decisions[-1].dispatched
+
+
+def test_the_explorer_decides_a_composite_request():
+    bench = generate_sessions(0, "en", 12)
+    session = next(s for s in bench.sessions if s.scenario == "composite" and s.steps[-1].mode == "independent"
+                   and s.variant.startswith("expired"))
+    ex = SessionExplorer(bench.assets.controller(), session)
+    assert "A3_ACCOUNT_ANALYSIS + T_CLARIFY" in ex.summary()  # the analysis passes, the sale's check expired
+    ex.add_event("identity_check")
+    assert "A3_ACCOUNT_ANALYSIS + A5_PROTECTED_ACTION" in ex.summary()
+    assert 'data-terminal="DISPATCH"' in ex.terminal.value
