@@ -369,3 +369,74 @@ def test_composite_prompts_extend_the_single_item_texts():
         assert stage.value in repair and prompts.output_schemas[stage.value] in repair
     assert COMPOSITE_CONTRACT_VERSION not in prompts.instruction(Stage.ROUTEBR)
     assert "items" not in prompts.instruction(Stage.ROUTEBR)
+
+
+SESSION_RULES = load_rules(ROOT / "data/sessions/rules.csv", CATALOG)
+
+
+@st.composite
+def sessions(draw):
+    now = draw(st.sampled_from([0, 600, 1000, 4000]))
+    events = []
+    for at in sorted(draw(st.lists(st.sampled_from([0, 300, 500, 900, 1000]), max_size=4))):
+        if at > now:
+            continue
+        kind = draw(st.sampled_from(["identity_check", "dispatch", "approval"]))
+        event = {"at": at, "kind": kind}
+        if kind == "dispatch":
+            event.update(action_id=A5, object_id="ETF_1", terminal="DISPATCH",
+                         attributes={"amount": draw(st.sampled_from([0, 50000, 100000]))})
+        events.append(event)
+    session = {"now": now, "events": events, "attributes": {"amount": draw(st.sampled_from([0, 1, 60000]))}}
+    if draw(st.integers(0, 9)) == 0:
+        session["now"] = -1  # breaks its schema
+    return session
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(proposals(), sessions(), st.sampled_from(list(CompositeMode)))
+def test_single_items_with_sessions_decide_identically_through_both_paths(proposal, session, mode):
+    controller = Controller(CATALOG, SESSION_RULES)
+    req = session_request(session)
+    single = controller.decide(req, proposal)
+    composite = CompositeController(controller, mode).decide(req, {"items": [proposal]})
+    assert composite.terminal is single.terminal
+    if single.reason is ReasonCode.FAIL_CLOSED_INVALID_STATE:
+        assert composite.state_decision.as_dict() == single.as_dict()
+    elif single.valid:
+        assert composite.items[0].decision.as_dict() == single.as_dict()
+    else:
+        assert composite.reason is single.reason and _strip(composite.errors) == _strip(single.errors)
+
+
+def test_an_openai_compatible_request_carries_the_composite_prompt_and_schema(session_controller):
+    from routebr_kit.backends.openai_compat import OpenAICompatBackend
+    from routebr_kit.backends.profiles import load_profile
+    from routebr_kit.backends.registry import DEFAULT_PROFILES
+    from routebr_kit.core.calls import ModelCall
+
+    profile = load_profile(DEFAULT_PROFILES, "local-smollm2")
+    backend = OpenAICompatBackend(profile, load_prompts("en"), constrain="json-schema")
+    payload = CompositeController(session_controller).payload(session_request({"now": 0}))
+    body = backend.request_body(ModelCall("c", Stage.ROUTEBR_COMPOSITE, payload))
+    assert COMPOSITE_CONTRACT_VERSION in body["messages"][0]["content"]
+    assert body["response_format"]["schema"] == schema_for_call(Stage.ROUTEBR_COMPOSITE, payload)
+    assert "items" in body["response_format"]["schema"]["properties"]
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.sampled_from([A2, A5, "ETF_1", "NONE", "items"]),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+                        st.sampled_from(["items", "action_id", "object_id", "topk", "x"]), inner, max_size=4),
+                    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(JSON, JSON | st.just(None))
+def test_any_json_output_is_decided_or_fails_closed_never_raises(first, repair):
+    c = CompositeController(PLAIN, "independent")
+    req = RouteRequest("f", "u", (), RuntimeState({k: True for k in STATE_KEYS}), ENTITIES)
+    d = c.decide(req, {"items": first} if isinstance(first, list) else first, repair)
+    assert d.failed_closed == (d.items == ())
+    if d.failed_closed:
+        assert d.reason.fail_closed and d.errors and d.dispatched == ()
+    assert d.as_dict()["terminal"] == d.terminal.value

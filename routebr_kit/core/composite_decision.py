@@ -45,6 +45,13 @@ from .session import Event, Session, check_session
 from .strict_json import encodable, escape_surrogates
 
 
+class CompositeStep(str, enum.Enum):
+    """The trace step a composite record adds (kept out of :class:`~routebr_kit.core.decision.TraceStep`, whose
+    members are Algorithm 1's steps, drawn as such in the decision-path figure)."""
+
+    ITEM = "ITEM"  # one item: what became of it and what it emits; its own decision's steps follow
+
+
 class ItemStatus(str, enum.Enum):
     """What became of one item."""
 
@@ -200,7 +207,8 @@ def _composite_events(d: CompositeDecision) -> list[TraceEvent]:
                                  ", ".join(f"{e.field}: {e.code.value}" for e in log.repair_errors)))
     for o in d.items:
         head = f"items[{o.index}] {o.output.get('action_id')}@{o.output.get('object_id')}"
-        events.append(TraceEvent(TraceStep.ITEM, f"{head}: {o.status.value}", f"emits {o.emitted.value}"))
+        events.append(TraceEvent(CompositeStep.ITEM, f"{head}: {o.status.value}",  # type: ignore[arg-type]
+                                 f"emits {o.emitted.value}"))
         if o.decision is None:
             continue
         if hasattr(o.decision, "trace"):
@@ -319,4 +327,5 @@ class CompositeController(CompositeRouter):
         return f"CompositeController({self.mode.value}, {self.controller!r})"
 
 
-__all__ = ["CompositeController", "CompositeDecision", "CompositeRouter", "ItemOutcome", "ItemStatus", "assemble"]
+__all__ = ["CompositeController", "CompositeDecision", "CompositeRouter", "CompositeStep", "ItemOutcome", "ItemStatus",
+           "assemble"]

@@ -67,7 +67,6 @@ class TraceStep(str, enum.Enum):
     STATE_GATE = "STATE_GATE"
     OBJECT_GATE = "OBJECT_GATE"
     EMIT = "EMIT"
-    ITEM = "ITEM"  # a composite request's item (routebr_kit.core.composite_decision)
 
 
 @dataclass(frozen=True, slots=True)
