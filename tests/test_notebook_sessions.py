@@ -56,3 +56,9 @@ def test_the_explorer_decides_a_composite_request():
     ex.add_event("identity_check")
     assert "A3_ACCOUNT_ANALYSIS + A5_PROTECTED_ACTION" in ex.summary()
     assert 'data-terminal="DISPATCH"' in ex.terminal.value
+
+
+def test_a_missing_learned_model_file_falls_back_with_a_banner(tmp_path):
+    pytest.importorskip("sklearn")
+    backend, banner = S.open_learned(str(tmp_path / "no-model"), [0])
+    assert backend is not None and "no model file" in banner and "trained in memory" in banner
