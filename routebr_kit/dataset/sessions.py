@@ -20,11 +20,12 @@ kit's controller computes, each request seeing the history the earlier gold deci
   escalation: R001), next to an advisory request;
 * ``composite`` — a protected operation after an identity check, then one **composite** request (contract
   ``routebr-composite/1``, :mod:`routebr_kit.core.composite_decision`) "how is X doing, and sell Y" whose second
-  item is blocked: the check has expired (``within``) or, every third session, two protected operations already
-  ran in the hour (``count``).  Its mode alternates: ``independent`` (the analysis is dispatched, the sale not)
-  and ``atomic`` (neither: the analysis is withheld).
+  item is blocked: the check has expired (``within``) or two protected operations already ran in the hour
+  (``count``), in ``independent`` mode (the analysis is dispatched, the sale not) or ``atomic`` mode (neither:
+  the analysis is withheld); the four combinations in turn.
 
-Every third session of a scenario is its variant (the boundary variant, the safety escalation).
+Every third session of a scenario is its variant (the boundary variant, the safety escalation); composite
+sessions cycle through their four variants.
 
 Gold: the gold proposal ``{action, object, topk: [action]}`` of each request (a composite request: its gold items
 ``{"items": [...]}``, through :class:`~routebr_kit.core.composite_decision.CompositeController` in the request's
@@ -292,7 +293,7 @@ def _state_first(w: _Writer, k: int) -> str:
 
 
 def _composite(w: _Writer, k: int) -> str:
-    by_count = k % 3 == 2
+    by_count = k % 4 >= 2  # in fours: expired/independent, expired/atomic, count/independent, count/atomic
     mode = "atomic" if k % 2 else "independent"
     w.step(A5, check_before=w.rng.randrange(10, 200), amount=w.rng.randrange(1, 10) * 1000)
     if by_count:  # a second protected operation inside the hour, after a fresh check
