@@ -42,6 +42,7 @@ VARIANTS: dict[str, tuple[tuple[str, dict[str, Any], dict[str, str]], ...]] = {
     "12_metaroute_robustness": tuple((f"sample-{s}", {"samples": 6, "seeds": 3, "sample_seed": s}, {})
                                      for s in (1, 2)),
     "13_real_proposers": tuple((f"seed-{s}", {"seed": s, "train_seeds": [0]}, {}) for s in (8, 9)),
+    "14_sessions": tuple((f"seed-{s}", {"seed": s, "sessions": 10 + 5 * s}, {}) for s in (1, 2)),
 }
 
 _ROOT: Path | None = None

@@ -23,9 +23,9 @@ RUNNER = ("import atexit, json, sys; "
           "from routebr_kit.cli import main; sys.exit(main())")
 
 #: The commands the command line offered before the table (issue 29), in ``--help`` order: none may be lost.
-OFFERED = ["generate", "audit", "run", "score", "replay", "tables", "metaroute", "metaroute-sweep", "reproduce",
-           "fetch-artifact", "attack-surface", "generate-attacks", "adaptive-attack", "shadow", "diff", "gate-check",
-           "impact", "review", "verify", "report", "train-proposer", "serve-model"]
+OFFERED = ["generate", "generate-sessions", "audit", "run", "score", "replay", "tables", "metaroute",
+           "metaroute-sweep", "reproduce", "fetch-artifact", "attack-surface", "generate-attacks", "adaptive-attack",
+           "shadow", "diff", "gate-check", "impact", "review", "verify", "report", "train-proposer", "serve-model"]
 
 
 def _run(code: str, *args: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:

@@ -30,7 +30,7 @@ NUMBER = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?(?:e-?\d+)?%?")
 #: Notebooks whose conclusion is a ``%%conclusion facts`` cell (routebr_kit.notebook.display.render_conclusion): the
 #: renderer itself refuses a fact the template lacks and a placeholder no fact fills; their conclusions.json is the
 #: facts dict, checked against the tables by each notebook's own facts test below.
-TEMPLATED = {"13_real_proposers"}
+TEMPLATED = {"13_real_proposers", "14_sessions"}
 ALL = sorted(n for n in VARIANTS if n not in TEMPLATED)
 RUNS = [(name, variant) for name in ALL for variant in variant_names(name)]
 
@@ -594,6 +594,36 @@ def test_real_proposers_facts_match_the_tables(variant) -> None:
     shift = _table(out, "shift_scores").set_index("proposer")
     assert facts["shift_learned_pct"] == pytest.approx(shift.loc["learned", "exact %"])
     assert facts["shift_lexical_pct"] == pytest.approx(shift.loc["lexical", "exact %"])
+
+
+@pytest.mark.parametrize("variant", variant_names("14_sessions"))
+def test_sessions_facts_match_the_tables(variant) -> None:
+    """Notebook 14 (issue 32): the %%conclusion facts are the tables' numbers."""
+    out = executed("14_sessions", variant)
+    facts = _conclusion(out)["values"]
+    nb = json.loads((out / "executed.ipynb").read_text(encoding="utf-8"))
+    shown = ["".join(o["data"]["text/markdown"]) for c in nb["cells"] if c["cell_type"] == "code"
+             for o in c.get("outputs", []) if "text/markdown" in o.get("data", {})]
+    assert any(f"RouteBR is exact on {facts['route_exact']}" in text for text in shown)
+    predicates = _table(out, "session_predicates").set_index("predicate")
+    assert {p: facts[f"{p}_decided"] for p in predicates.index} == predicates["decided"].to_dict()
+    scores = _table(out, "session_scores")
+    route = scores[(scores.proposer == "simulated") & (scores.system == "routebr")].iloc[0]
+    b1 = scores[(scores.proposer == "simulated") & (scores.system == "b1")].iloc[0]
+    assert (facts["route_exact"], facts["route_fd"], facts["b1_exact"]) == (route["exact"], route["FD"], b1["exact"])
+    assert facts["requests"] == _count(route["exact"])[1] + facts["composite_requests"]
+    assert facts["floor_pct"] == pytest.approx(scores.iloc[-1]["exact %"], abs=0.06)
+    verdicts = _table(out, "horizon_verdicts")
+    assert facts["refuted"] == verdicts[verdicts["holds"].astype(str) == "False"].iloc[0]["assertion"]
+    assert facts["cx_requests"] == len(_table(out, "horizon_counterexample"))
+    review = _table(out, "session_review_summary").iloc[-1]
+    assert (facts["review_sessions"], facts["review_requests"], facts["review_history_only"]) == (
+        review["changed sessions"], review["changed requests"], review["history only"])
+    assert facts["review_stale"] == review["per-request shadow wrong"]
+    composite = _table(out, "composite_scores").set_index(["proposer", "system"])
+    assert facts["composite_route"] == composite.loc[("simulated", "routebr"), "composite exact"]
+    assert facts["composite_b1_fd"] == composite.loc[("simulated", "b1"), "items falsely dispatched"]
+    assert facts["composite_requests"] == _count(facts["composite_route"])[1]
 
 
 @pytest.mark.parametrize("variant", variant_names("10_release_review"))

@@ -49,6 +49,9 @@ class Entry(NamedTuple):
 COMMANDS: dict[str, Entry] = {row.name: row for row in (
     Entry("generate", "write the kit's seeded 600-scenario benchmark (cases, SELECT, CONFIRM, assets, manifest)",
           "routebr_kit.cli.generate", "generate"),
+    Entry("generate-sessions", "write a seeded en/zh session benchmark (multi-request sessions, temporal rules, gold "
+          "computed by the controller) with its composition audit", "routebr_kit.cli.generate_sessions",
+          "generate_sessions"),
     Entry("audit", "audit benchmark cases: every published validator check plus the kit's stricter ones",
           "routebr_kit.cli.audit", "audit"),
     Entry("run", "run one system over a benchmark split with one backend (resumable, concurrent)",

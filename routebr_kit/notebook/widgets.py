@@ -6,6 +6,8 @@
 * :class:`RuleEditor` — notebook 10's rule editor: edit (or add) one boundary rule, then review it with the one
   release-review entry point (:func:`routebr_kit.review.release.release_review`: impact → shadow replay → diff →
   gate); its result is an HTML summary whose table and gate lines wrap between words, never inside one.
+* :class:`SessionExplorer` — one session step by step: a clock slider, buttons that add identity checks and
+  approvals, the amount; the request is re-decided on the session the controls describe (issue 32).
 * :class:`MetaRouteExplorer` — sliders for the main executor constants; every change re-runs the fast
   (vectorized, seeded) MetaRoute executor and redraws success, cost and latency per policy.
 
@@ -476,3 +478,121 @@ class RuleEditor:
 __all__ = ["EXECUTOR_SLIDERS", "PALETTE", "REVIEW_CSS", "Figure1Explorer", "MetaRouteExplorer",
            "RuleEditor", "decision_paths_figure",
            "metaroute_conclusion", "parse_topk", "policy_outcomes_figure", "review_html"]
+# ------------------------------------------------------------------------------------------ session explorer
+
+
+class SessionExplorer:
+    """One session, step by step (issue 32): choose a request, move the clock, add identity checks or approvals,
+    change the amount; the request is re-decided on the session the controls describe — the external events and
+    the earlier requests' decisions (gold proposals, this controller) up to the clock, plus the events added.
+
+    ``explorer.decision`` is the current decision, ``explorer.terminal.value`` its HTML (``data-terminal``),
+    ``explorer.events`` the history it was decided on; ``set_clock`` / ``add_event`` drive it without a browser.
+    """
+
+    def __init__(self, controller: Controller, session: Any, *, index: int | None = None) -> None:
+        self.controller, self.session = controller, session
+        steps = session.steps
+        start = index if index is not None else len(steps) - 1
+        self.added: list[Any] = []
+        self.request_no = widgets.Dropdown(options=[(f"request {i + 1}: {s.utterance[:40]}", i)
+                                                    for i, s in enumerate(steps)], value=start, description="request")
+        self.clock = widgets.IntSlider(description="clock (s)", continuous_update=False,
+                                       style={"description_width": "90px"}, layout=widgets.Layout(width="560px"))
+        self.amount = widgets.IntText(description="amount", style={"description_width": "90px"})
+        self.add_check = widgets.Button(description="+ identity check now")
+        self.add_approval = widgets.Button(description="+ approval now")
+        self.clear = widgets.Button(description="clear added events")
+        self.terminal, self.history_html = widgets.HTML(), widgets.HTML()
+        self.terminal.add_class("routebr-terminal-box")
+        self.decision: Any = None
+        self.events: tuple[Any, ...] = ()
+        self._select(start)
+        self.request_no.observe(lambda c: self._select(c["new"]), names="value")
+        for control in (self.clock, self.amount):
+            control.observe(lambda _c: self.update(), names="value")
+        self.add_check.on_click(lambda _b: self.add_event("identity_check"))
+        self.add_approval.on_click(lambda _b: self.add_event("approval"))
+        self.clear.on_click(lambda _b: (self.added.clear(), self.update()))
+
+    def _earlier(self, index: int) -> list[Any]:
+        """The events before request ``index``: external events and the gold proposals' decisions, in order (a
+        composite request: one event per decided item)."""
+        from ..runs.sessions import router_for, step_events
+
+        history: list[Any] = []
+        for step in self.session.steps[:index]:
+            d = router_for(self.controller, step).decide(step.request(history, self.session.session_id),
+                                                        step.gold_output())
+            history += step_events(d, step)
+        return history + list(self.session.steps[index].externals)
+
+    def _select(self, index: int) -> None:
+        step = self.session.steps[index]
+        earlier = self._earlier(index)
+        low = max([e.at for e in earlier], default=step.now)
+        self.clock.min, self.clock.max = 0, max(self.clock.max, low + 3 * 3600)
+        self.clock.min, self.clock.value = low, step.now
+        self.amount.value = int(step.attributes.get("amount", 0))
+        self.update()
+
+    def set_clock(self, now: int) -> Any:
+        self.clock.value = max(self.clock.min, min(int(now), self.clock.max))
+        return self.update()
+
+    def add_event(self, kind: str) -> Any:
+        from ..core.session import Event
+
+        self.added.append(Event(int(self.clock.value), kind))
+        return self.update()
+
+    def update(self) -> Any:
+        from ..runs.sessions import decision_summary, router_for
+
+        index, now = self.request_no.value, int(self.clock.value)
+        step = self.session.steps[index]
+        events = sorted([*self._earlier(index), *(e for e in self.added if e.at <= now)], key=lambda e: e.at)
+        self.events = tuple(events)
+        attrs = {"amount": int(self.amount.value)} if "amount" in step.attributes or self.amount.value else {}
+        moved = type(step)(step.request_id, now, (), step.utterance, step.candidates, step.gold_action,
+                           step.gold_object, attrs, step.state, step.items, step.mode)
+        try:
+            self.decision = router_for(self.controller, step).decide(moved.request(events, self.session.session_id),
+                                                                     step.gold_output())
+        except KitError as exc:
+            self.decision, self.terminal.value = None, f"<b>not decided:</b> {html.escape(str(exc))}"
+            return None
+        d, shown = self.decision, decision_summary(self.decision)
+        colour = "#009E73" if shown["terminal"] == "DISPATCH" else "#D55E00"
+        singles = [o.decision for o in d.items if o.decision is not None] if hasattr(d, "items") else [d]
+        evidence = "".join(f"<li><code>{html.escape(o)}</code> {html.escape(x)}</li>" for one in singles
+                           for o, x in one.temporal_evidence())
+        self.terminal.value = (f'<div class="routebr-terminal" data-terminal="{shown["terminal"]}" style="font-size:'
+                               f'1.2em;padding:4px 8px;border-left:6px solid {colour}"><b>'
+                               f'{html.escape(shown["final_path"])}</b> &nbsp; rule '
+                               f'{html.escape(shown["rule_id"] or "—")}</div><ul>{evidence}</ul>')
+        rows = "".join(f"<tr><td>{e.at - now}</td><td>{html.escape(e.describe())}</td></tr>" for e in events)
+        self.history_html.value = ("<table><thead><tr><th>age (s, negative)</th><th>event</th></tr></thead>"
+                                   f"<tbody>{rows}</tbody></table>")
+        return d
+
+    def summary(self) -> str:
+        """One static line for papermill / nbval."""
+        from ..runs.sessions import decision_summary
+
+        if self.decision is None:
+            return "not decided"
+        shown = decision_summary(self.decision)
+        return (f"request {self.request_no.value + 1} at t={self.clock.value} with {len(self.events)} earlier events "
+                f"({len(self.added)} added): {shown['final_path']}, rule {shown['rule_id']}")
+
+    @property
+    def widget(self) -> widgets.Widget:
+        buttons = widgets.HBox([self.add_check, self.add_approval, self.clear])
+        box = widgets.VBox([self.request_no, self.clock, self.amount, buttons, self.terminal, self.history_html])
+        box.add_class("routebr-session-explorer")
+        return box
+
+
+__all__ = ["EXECUTOR_SLIDERS", "PALETTE", "Figure1Explorer", "MetaRouteExplorer", "SessionExplorer",
+           "decision_paths_figure", "metaroute_conclusion", "parse_topk", "policy_outcomes_figure"]

@@ -1,0 +1,271 @@
+"""Notebook 14 (issue 32), "Sessions, time and composite requests": the session benchmark through RouteBR, B1 and
+B2 with the simulated and the learned proposer beside the trivial-proposer floor, one session's timeline, a
+horizon counterexample replayed request by request, and the session review's first changed request.  No model
+call, no network."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..core.aio import run_sync
+from ..core.records import NONE, UNRESOLVED, Entity, RouteRequest, RuntimeState
+from ..core.session import Event, Session, event_of_decision
+from ..store.cases import Case
+
+SYSTEMS = ("routebr", "b1", "b2")
+
+
+def open_learned(model_dir: str, train_seeds: Sequence[int]) -> tuple[Any, str]:
+    """``(LearnedBackend or None, banner)``: the model of ``model_dir`` when it holds one; else (no directory, or
+    its model file missing) a model trained in memory on ``train_seeds``; ``None`` without scikit-learn."""
+    from ..backends import learned
+
+    try:
+        learned.require_sklearn()
+    except Exception as exc:  # the optional extra [learned] is missing: the notebook runs without it
+        return None, f"learned proposer skipped: {exc}"
+    if model_dir and (Path(model_dir) / learned.MODEL_FILE).is_file():
+        return learned.LearnedBackend(model_dir=model_dir), f"learned proposer: the model of {model_dir}"
+    started = time.perf_counter()
+    model = learned.train(seeds=tuple(train_seeds))
+    why = f"no model file in {model_dir!r}; " if model_dir else ""
+    return learned.LearnedBackend(model), (f"learned proposer: {why}trained in memory on generated seeds "
+                                           f"{list(train_seeds)} in {time.perf_counter() - started:.1f} s")
+
+
+def _engines(assets: Any) -> dict[str, Any]:
+    from ..systems.baselines import DirectBaseline
+
+    return {"routebr": assets.controller(), "b1": DirectBaseline(assets.catalog, assets.policy, guard=False),
+            "b2": DirectBaseline(assets.catalog, assets.policy, guard=True)}
+
+
+def decide_grid(proposers: Mapping[str, Any], cases: Sequence[Case], assets: Any,
+                systems: Sequence[str] = SYSTEMS) -> dict[tuple[str, str], dict[str, Any]]:
+    """``(proposer, system) -> {rows, decisions, seconds}``: every request (its session carrying the gold history)
+    decided by each system with each proposer."""
+    from ..store.ledger import prediction_from_decision
+    from ..systems.baselines import prediction_from_direct
+
+    engines = _engines(assets)
+    out = {}
+    for name, backend in proposers.items():
+        for system in systems:
+            started = time.perf_counter()
+            decisions = [run_sync(engines[system].aroute(c.request, backend)) for c in cases]
+            rows = [prediction_from_decision(d, "routebr") if system == "routebr" else prediction_from_direct(d)
+                    for d in decisions]
+            out[(name, system)] = {"rows": rows, "decisions": decisions, "seconds": time.perf_counter() - started}
+    return out
+
+
+def closed_loop(bench: Any, backend: Any) -> dict[str, Any]:
+    """RouteBR run session by session (composite requests too, item by item through :class:`ItemwiseProposer`),
+    each request's history made of its own earlier decisions: requests and whole sessions matching the gold."""
+    from ..runs.sessions import ItemwiseProposer, decision_summary, run_sessions
+
+    _, decisions = run_sessions(bench.assets.controller(), [(s.session_id, s.steps) for s in bench.sessions],
+                                ItemwiseProposer(backend))
+    hits = {s.session_id: [decision_summary(d)["final_path"] == g["final_path"]
+                           for d, g in zip(decisions[s.session_id], s.summaries)] for s in bench.sessions}
+    return {"requests": sum(map(sum, hits.values())), "n": sum(map(len, hits.values())),
+            "sessions": sum(all(h) for h in hits.values()), "n_sessions": len(hits)}
+
+
+def run_benchmarks(benches: Sequence[Any], sim_profile: str, seed: int, learned: Any = None
+                   ) -> tuple[dict[tuple[str, str], dict[str, Any]], dict[str, dict[str, int]], tuple[Case, ...]]:
+    """Every benchmark (one per language) through every system with the simulated proposer (``sim_profile``) and,
+    when given, the learned one: the merged grid, the closed-loop counts per proposer, and all the cases."""
+    from ..backends.simulated import SimulatedBackend
+
+    grids: dict[tuple[str, str], dict[str, Any]] = {}
+    loops: dict[str, dict[str, int]] = {}
+    for b in benches:
+        proposers = {"simulated": SimulatedBackend(sim_profile, b.cases() + b.item_cases(), seed=seed)}
+        if learned is not None:
+            proposers["learned"] = learned
+        for key, run in decide_grid(proposers, b.cases(), b.assets).items():
+            merged = grids.setdefault(key, {"rows": [], "decisions": [], "seconds": 0.0})
+            merged["rows"] += run["rows"]
+            merged["decisions"] += run["decisions"]
+            merged["seconds"] += run["seconds"]
+        for name, backend in proposers.items():
+            for k, v in closed_loop(b, backend).items():
+                loops.setdefault(name, {}).setdefault(k, 0)
+                loops[name][k] += v
+    return grids, loops, tuple(c for b in benches for c in b.cases())
+
+
+def composite_scores(benches: Sequence[Any], sim_profile: str, seed: int, learned: Any = None) -> pd.DataFrame:
+    """The composite requests (on their gold history) through RouteBR, B1 and B2 in their mode, each proposer
+    answering item by item (:class:`~routebr_kit.runs.sessions.ItemwiseProposer`): requests whose every item emits
+    the gold, items that do, and items dispatched where the gold does not (false dispatches)."""
+    from ..backends.simulated import SimulatedBackend
+    from ..core.composite_decision import CompositeController
+    from ..runs.sessions import ItemwiseProposer
+    from ..systems.composite import CompositeBaseline
+
+    tally: dict[tuple[str, str], list[int]] = {}
+    for b in benches:
+        proposers = {"simulated": SimulatedBackend(sim_profile, b.cases() + b.item_cases(), seed=seed)}
+        if learned is not None:
+            proposers["learned"] = learned
+        a = b.assets
+        routers = {mode: {"routebr": CompositeController(a.controller(), mode),
+                          "b1": CompositeBaseline.for_system("b1_direct", a.catalog, a.policy, mode),
+                          "b2": CompositeBaseline.for_system("b2_direct_guard", a.catalog, a.policy, mode)}
+                   for mode in ("atomic", "independent")}
+        for s in b.sessions:
+            for step, request, gold in zip(s.steps, s.requests, s.summaries):
+                if not step.composite:
+                    continue
+                for name, backend in proposers.items():
+                    for system, router in routers[step.mode].items():
+                        d = run_sync(router.aroute(request, ItemwiseProposer(backend)))
+                        _tally(tally.setdefault((name, system), [0, 0, 0, 0, 0]), d, gold)
+    return pd.DataFrame([{"proposer": p, "system": s, "composite exact": f"{t[0]}/{t[1]}",
+                          "items exact": f"{t[2]}/{t[3]}", "items falsely dispatched": t[4]}
+                         for (p, s), t in tally.items()])
+
+
+def _tally(t: list[int], d: Any, gold: Mapping[str, Any]) -> None:
+    from ..runs.sessions import decision_summary
+
+    got = decision_summary(d)["final_path"].split(" + ")
+    want = [i["final_path"] for i in gold["items"]]
+    t[0] += got == want
+    t[1] += 1
+    t[2] += sum(a == b for a, b in zip(got, want))
+    t[3] += len(want)
+    t[4] += sum(not a.startswith("T_") and b.startswith("T_") for a, b in zip(got, want))
+
+
+def score_grid(grid: Mapping[tuple[str, str], Mapping[str, Any]], cases: Sequence[Case], floor: Any,
+               loops: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
+    """One row per (proposer, system): exact with Wilson 95%, the points above the floor, FD and FB; RouteBR rows
+    also the closed-loop request and session exactness (``loops``); the floor as the last row."""
+    from ..evaluation.metrics import score
+
+    index = {c.case_id: c for c in cases}
+    records = []
+    for (proposer, system), run in grid.items():
+        s = score(run["rows"], index)
+        loop = (loops or {}).get(proposer) if system == "routebr" else None
+        records.append(_row(proposer, system, s, floor, loop))
+    records.append(_row(f"floor: always {floor.action_id}", "routebr", floor.scores, floor, None))
+    return pd.DataFrame(records)
+
+
+def _row(proposer: str, system: str, s: Any, floor: Any, loop: Mapping[str, Any] | None) -> dict[str, Any]:
+    low, high = s.contract_exact.wilson
+    return {"proposer": proposer, "system": system, "exact": str(s.contract_exact),
+            "exact %": round(100 * s.contract_exact.rate, 1), "Wilson 95%": f"{100 * low:.1f}-{100 * high:.1f}",
+            "above floor (points)": round(100 * (s.contract_exact.rate - floor.exact.rate), 1),
+            "FD": str(s.false_dispatch), "FB": str(s.false_block),
+            "closed-loop requests": f"{loop['requests']}/{loop['n']}" if loop else "",
+            "sessions all exact": f"{loop['sessions']}/{loop['n_sessions']}" if loop else ""}
+
+
+def timeline(session: Any) -> pd.DataFrame:
+    """One session, request by request: time since the start, the external events, the request (a composite:
+    its mode), the gold decision (per item), its rule(s) and the temporal predicates it evaluated."""
+    start = min([session.steps[0].now, *(e.at for e in session.steps[0].externals)])
+    records = []
+    for step, gold, ex in zip(session.steps, session.summaries, session.exercised):
+        records.append({"t (s)": step.now - start, "events before": ", ".join(
+            f"{e.kind} at t={e.at - start}" for e in step.externals), "request": step.utterance,
+            "amount": step.attributes.get("amount", ""), "mode": step.mode, "gold": gold["final_path"],
+            "rule": " + ".join(gold["rule_ids"]), "temporal evaluated": ", ".join(ex)})
+    return pd.DataFrame(records)
+
+
+def replay_counterexample(catalog: Any, policy: Any, cx: Any) -> tuple[pd.DataFrame, list[Any]]:
+    """A horizon counterexample's requests decided again, one by one, by a fresh controller (each request's
+    history: the external events and the earlier decisions); the table and the decisions."""
+    from ..core.controller import Controller
+    from ..verify.horizon import OBJECT
+
+    controller = Controller(catalog, policy)
+    history: list[Event] = []
+    records, decisions = [], []
+    for req in cx.requests:
+        history += [Event(**e) for e in req["external_events"]]
+        proposal = req["proposal"]
+        action = catalog[proposal["action_id"]]
+        candidates = ()
+        if action.requires_object:
+            obj = proposal["object_id"] if proposal["object_id"] not in (UNRESOLVED, NONE) else OBJECT
+            candidates = (Entity(obj, action.required_object_types[0], "witness object"),)
+        session = Session(req["now"], tuple(history), req["attributes"])
+        d = controller.decide(RouteRequest(f"cx{req['request']}", "(counterexample)", (), RuntimeState(req["state"]),
+                                           candidates, session), proposal)
+        decisions.append(d)
+        history.append(event_of_decision(d, req["now"], req["attributes"]))
+        records.append({"request": req["request"], "t (s)": req["now"],
+                        "events before": ", ".join(f"{e['kind']} at {e['at']}" for e in req["external_events"]),
+                        "proposal": f"{proposal['action_id']}@{proposal['object_id']}", "decision": d.final_path,
+                        "rule": d.rule_id, "temporal": "; ".join(o for o, _ in d.temporal_evidence())})
+    return pd.DataFrame(records), decisions
+
+
+def review_table(ledger: Any, base: Any, candidates: Mapping[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """One row per candidate controller: sessions and requests whose decision changed, history-only changes, and
+    the requests a per-request shadow (the base's history) would get wrong; and each candidate's diff."""
+    from ..review.sessions import SessionReplay, diff_sessions, shadow_sessions, stale_history
+
+    records, diffs = [], {}
+    for name, candidate in candidates.items():
+        replay = SessionReplay(ledger, base, candidate)
+        shadow, diff = shadow_sessions(replay), diff_sessions(replay)
+        diffs[name] = diff
+        records.append({"candidate": name, "sessions": diff.sessions, "requests": diff.requests,
+                        "changed sessions": len(diff.changes), "changed requests": diff.changed_requests,
+                        "history only": diff.history_only, "per-request shadow wrong": len(stale_history(replay)),
+                        "base replay = ledger": not shadow.recorded_mismatch})
+    return pd.DataFrame(records), diffs
+
+
+def conclusion_facts(audit: Mapping[str, Any], scores: pd.DataFrame, floor: Any, report: Any, cx_table: pd.DataFrame,
+                     review_summary: pd.DataFrame, strict_diff: Any, composite: pd.DataFrame,
+                     **extra: Any) -> dict[str, Any]:
+    """The facts notebook 14's conclusion is rendered from (``extra``: plain values added as they are)."""
+    def row(proposer: str, system: str) -> Any:
+        found = scores[(scores.proposer == proposer) & (scores.system == system)]
+        return found.iloc[0] if len(found) else None
+
+    route, b1, b2, lrn = row("simulated", "routebr"), row("simulated", "b1"), row("simulated", "b2"), \
+        row("learned", "routebr")
+    refuted = next(r for r in report.results if not r.holds)
+    decided = {f"{p}_decided": c["decided"] for p, c in audit["per_predicate"].items()}
+    first = next((c for c in strict_diff.changes if c.history_only), strict_diff.changes[0] if strict_diff.changes
+                 else None)
+    comp = composite.set_index(["proposer", "system"])
+    return {
+        "sessions": audit["sessions"], "requests": audit["requests"], **decided,
+        "composite_requests": audit["composite"]["requests"], "composite_items": audit["composite"]["items"],
+        "composite_route": comp.loc[("simulated", "routebr"), "composite exact"],
+        "composite_route_fd": int(comp.loc[("simulated", "routebr"), "items falsely dispatched"]),
+        "composite_b1": comp.loc[("simulated", "b1"), "composite exact"],
+        "composite_b1_fd": int(comp.loc[("simulated", "b1"), "items falsely dispatched"]),
+        "route_exact": route["exact"], "route_pct": route["exact %"], "route_fd": route["FD"],
+        "route_loop": route["closed-loop requests"], "route_sessions": route["sessions all exact"],
+        "b1_exact": b1["exact"], "b1_fd": b1["FD"], "b2_exact": b2["exact"], "b2_fd": b2["FD"],
+        "floor_action": floor.action_id, "floor_pct": 100 * floor.exact.rate,
+        "above_floor": bool(route["exact %"] > 100 * floor.exact.rate), "has_learned": lrn is not None,
+        "learned_exact": lrn["exact"] if lrn is not None else "not run", "learned_fd": lrn["FD"] if lrn is not None
+        else "-", "horizon_sessions": report.sessions, "refuted": refuted.assertion.name,
+        "cx_requests": len(cx_table), "cx_confirmed": bool(refuted.counterexample.confirmed),
+        "review_sessions": len(strict_diff.changes), "review_requests": strict_diff.changed_requests,
+        "review_history_only": strict_diff.history_only,
+        "review_stale": int(review_summary["per-request shadow wrong"].iloc[-1]),
+        "review_first": first.describe() if first is not None else "no session changed", **extra,
+    }
+
+
+__all__ = ["SYSTEMS", "closed_loop", "composite_scores", "conclusion_facts", "decide_grid", "open_learned",
+           "replay_counterexample", "review_table", "run_benchmarks", "score_grid", "timeline"]
