@@ -85,3 +85,16 @@ def test_reproduce_in_a_pipe_prints_one_line_per_notebook_without_being_asked(ba
     assert [line for line in lines if line.startswith("[")] == [
         next(line for line in lines if line.startswith("[1/1] 07_paper_replay: skipped: needs the RouteBR artifact"))]
     assert not BAR.search(captured.err)
+
+
+def test_notebook_13s_grid_shows_where_it_is(bars_allowed, tmp_path, capsys):
+    """The live grid (seconds per call with a real model) draws a bar over its runs, naming the one in progress."""
+    from routebr_kit.notebook import live as lab
+
+    proposer = lab.open_proposer(tmp_path, live=False)  # the simulation: constrain "none" only
+    sample = lab.sample_cases(tmp_path, n_cases=2, seed=1)
+    lab.run_grid(proposer, sample, tmp_path, systems=["routebr", "b1"], seed=1)
+    err = capsys.readouterr().err
+    assert "live grid" in err and "2/2 [" in err and "b1, constrain none" in err, err
+    lab.run_grid(proposer, sample, tmp_path, systems=["routebr"], seed=1, progress=False)
+    assert not BAR.search(capsys.readouterr().err)
