@@ -115,3 +115,22 @@ def synthetic_ledger(artifact: Path, rows: int, *, seed: int = 0, per_task: int 
                                 data / "routebr_confirm_320.csv")
         task_no += 1
     return LedgerSet(artifact / "synthetic", "runs", tasks, assets)
+
+
+#: Where a ``reproduce`` output keeps each copy of the simulated run (relative to its ``runs/``), in the order the
+#: report must list them: the headline study run, a near-duplicate beside it, a side run in a folder of its own.
+REPRODUCE_RUNS = ("sim-deepseek_v4_primary/seed-0/benchmark/routebr/main",
+                  "sim-deepseek_v4_primary/seed-0/routebr-main",
+                  "guarantee-search/sim-deepseek_v4_primary/seed-1/en-1/routebr/main")
+
+
+def reproduce_output(run: Path, cases: Path, folder: Path) -> Path:
+    """A folder shaped like a ``routebr-kit reproduce`` output holding ``run`` at each of :data:`REPRODUCE_RUNS`."""
+    import json
+
+    for relative in REPRODUCE_RUNS:
+        shutil.copytree(run, folder / "runs" / relative)
+    shutil.copytree(cases.parent, folder / "01_dataset_construction" / "benchmark")
+    (folder / "manifest.json").write_text(json.dumps({"params_name": "default", "artifact": None, "notebooks": [
+        {"name": "01_dataset_construction", "status": "ok", "seconds": 1.0, "parameters": {}}]}), encoding="utf-8")
+    return folder

@@ -145,6 +145,30 @@ def test_the_missing_local_extra_names_the_pip_command():
     assert "pip install 'routebr-kit[local]'" in INSTALL_HINT
 
 
+def test_from_a_wheel_the_install_hint_is_the_pip_command_alone():
+    """No Makefile beside an installed package: the hint names pip only (a checkout adds make local-model)."""
+    code = ("from routebr_kit.store import kitfiles; kitfiles.source_checkout = lambda: None; "
+            "from routebr_kit.backends.local_server import INSTALL_HINT; print(INSTALL_HINT)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.stdout.strip() == "pip install 'routebr-kit[local]'", done.stdout + done.stderr
+
+
+def test_notebook_13_skips_its_llm_section_naming_the_pip_command(monkeypatch, capsys):
+    """Notebook 13 with ``run_llm = True`` and the extra missing: one line that says how to install it."""
+    import nbformat
+
+    from routebr_kit.backends import local_server
+
+    nb = nbformat.read(REPO / "notebooks" / "13_real_proposers.ipynb", as_version=4)
+    (cell,) = [c for c in nb.cells if c.cell_type == "code" and "LLM section skipped" in c.source]
+    monkeypatch.setattr(local_server, "missing_modules", lambda **_: ["llama_cpp"])
+    exec(compile(cell.source, "13_real_proposers cell", "exec"), {"run_llm": True, "llm_cases": 4})  # noqa: S102
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("LLM section skipped: the extra [local] is missing (llama_cpp)"), line
+    assert f"install it with: {local_server.INSTALL_HINT}" in line and "pip install 'routebr-kit[local]'" in line
+
+
 # ------------------------------------------------------------------------------------------- papermill from anywhere
 
 

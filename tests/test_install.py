@@ -369,3 +369,14 @@ def test_installed_fetch_artifact_never_offers_site_packages(installed, tmp_path
     done = _run(["env", "COLUMNS=1000", str(installed / "routebr-kit"), "fetch-artifact", "--help"], cwd=tmp_path)
     text = " ".join(done.stdout.split())
     assert "site-packages" not in text and f"default {tmp_path}/artifacts/routebr" in text
+
+
+@pytest.mark.install
+def test_installed_artifact_search_names_no_folder_inside_the_venv(installed, tmp_path) -> None:
+    """Issue 30: from site-packages the search named ``…/lib/python3.11/shared/routebr_artifact`` (a parent of the
+    package taken for a checkout); it looks only in real places (the working directory's artifacts/routebr)."""
+    env = ["env", "-u", "ROUTEBR_ARTIFACT", "-u", "METAROUTE_ARTIFACT"]
+    done = _run([*env, str(installed / "routebr-kit"), "reproduce", "--dry-run"], cwd=tmp_path)
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("artifact: none found; looked in ") and str(tmp_path / "artifacts" / "routebr") in first
+    assert str(installed.parent) not in first and "lib/python" not in first, first  # (the params file may)

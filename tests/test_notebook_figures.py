@@ -135,3 +135,27 @@ def test_difficulty_bars_keep_the_legend_off_the_bars_and_label_zero() -> None:
     assert legend.x0 >= ax.get_window_extent().x1  # beside the axes, over no bar
     labels = [t.get_text() for t in ax.texts]
     assert "0%" in labels and len(labels) == 4
+
+
+@pytest.mark.parametrize("states", [1, 2])
+def test_the_figure_1_title_lies_inside_the_figure(states) -> None:
+    """Notebook 00's explorer draws one decision: its title (and each panel's) is inside the figure, not clipped."""
+    import routebr_kit as rk
+    from routebr_kit.dataset.generate import KIT_DATA_DIR
+    from routebr_kit.notebook.widgets import decision_paths_figure
+
+    assets = rk.load_assets(KIT_DATA_DIR / "catalog.csv", KIT_DATA_DIR / "boundary_rules.csv")
+    etf = rk.Entity("SSE:510300", "ETF", "CSI 300 ETF", ("510300",))
+    state = {"identity_verified": True, "entity_resolved": True, "action_permission": True,
+             "service_available": True, "context_fresh": True, "safety_escalation_required": False,
+             "request_supported": True, "request_scope_clear": True, "policy_version": "v1"}
+    request = rk.RouteRequest("FIG1", "Please buy 1,000 units of the CSI 300 ETF.", (), rk.RuntimeState(state), (etf,))
+    proposal = {"action_id": "A5_PROTECTED_ACTION", "object_id": "SSE:510300", "topk": ["A5_PROTECTED_ACTION"]}
+    decisions = [assets.controller().decide(request, proposal)] * states
+    fig = decision_paths_figure(decisions, [f"state {i}" for i in range(states)])
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    box = fig.bbox
+    for text in [fig._suptitle, *(ax.title for ax in fig.axes)]:
+        extent = text.get_window_extent(renderer)
+        assert box.x0 <= extent.x0 and extent.x1 <= box.x1 and extent.y1 <= box.y1, (text.get_text(), extent)

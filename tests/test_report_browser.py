@@ -5,8 +5,12 @@
   request body and reply); a case text containing ``</script>`` is shown as text and runs nothing.
 * A shadow of a loosening rule edit, reported with ``--base`` the published artifact: the changed-case count shown
   equals ``routebr-kit diff --json``; the first row is a new false dispatch; opening it shows both traces side by side
-  with the first changed stage highlighted.
+  with the first changed stage highlighted; at 1,280 px the explorer with its diff columns fits its container.
 * A 100,000-row synthetic ledger: the time to open the page and to filter it is measured and printed, never asserted.
+* A ``reproduce`` output at 1,280 px: every provenance row is under 80 px tall (SHA-256 values shown short, full
+  values in the page), headline runs come before near-duplicates and side runs (``guarantee-search/…``), and no
+  table of the explorer is wider than its container (the rule column stays in view). ``$ROUTEBR_SCREENS`` names a
+  folder for screenshots of the page.
 
 Every request the page makes is recorded: the only one allowed is the report file itself.
 """
@@ -14,10 +18,20 @@ Every request the page makes is recorded: the only one allowed is the report fil
 from __future__ import annotations
 
 import json
+import os
 import time
+from pathlib import Path
 
 import pytest
-from report_fixtures import HOSTILE, HOSTILE_CASE, loosening_edit, simulated_run, synthetic_ledger
+from report_fixtures import (
+    HOSTILE,
+    HOSTILE_CASE,
+    REPRODUCE_RUNS,
+    loosening_edit,
+    reproduce_output,
+    simulated_run,
+    synthetic_ledger,
+)
 from test_browser import CHROMIUM_FLAGS, chromium
 
 from routebr_kit.cli.main import main
@@ -40,9 +54,9 @@ def browser():
             b.close()
 
 
-def open_report(browser, path):
+def open_report(browser, path, width=1400):
     """A page with networking disabled (offline context; every request recorded, any non-file request aborted)."""
-    context = browser.new_context(offline=True, viewport={"width": 1400, "height": 1000})
+    context = browser.new_context(offline=True, viewport={"width": width, "height": 1000})
     requests, errors = [], []
 
     def route(r):
@@ -73,6 +87,27 @@ def choose(page, select_id, label_prefix):
 
 def shown(page, stage, field, side="#rk-detail"):
     return page.locator(f"{side} .rk-row-stages [data-stage={stage}] [data-field={field}]").first.text_content()
+
+
+def explorer_overflow(page):
+    """How far the explorer's table reaches past its container, and the rule column's right edge past it (px)."""
+    return page.evaluate("""() => {
+        const box = document.querySelector('#rk-explorer .rk-scroll');
+        const rule = document.querySelector('#rk-head th[data-key=rule]').getBoundingClientRect();
+        return {table: box.scrollWidth - box.clientWidth,
+                rule: rule.right - box.getBoundingClientRect().right}; }""")
+
+
+def screenshots(page, name):
+    """Screenshots of the page's top, explorer and provenance into ``$ROUTEBR_SCREENS`` (when set)."""
+    folder = os.environ.get("ROUTEBR_SCREENS")
+    if not folder:
+        return
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    for section in ("top", "explorer", "provenance"):
+        if section != "top":
+            page.evaluate(f"document.getElementById('rk-{section}').scrollIntoView()")
+        page.screenshot(path=str(Path(folder) / f"{name}_{section}.png"))
 
 
 def test_filter_to_one_reason_open_a_case_and_see_its_receipt(browser, routebr_artifact, tmp_path):
@@ -141,6 +176,12 @@ def test_with_base_the_changed_count_equals_the_diff(browser, routebr_artifact, 
         assert shown(page, "state_gate", "rule_id", "#rk-side-base") == changed[0]["base_rule"].split("@")[0]
         assert shown(page, "state_gate", "rule_id", "#rk-side-candidate") == \
             changed[0]["candidate_rule"].split("@")[0]
+        # with the diff's three extra columns, the explorer still fits a 1,280 px window (cells wrap at "_", "/")
+        page.set_viewport_size({"width": 1280, "height": 1000})
+        overflow = explorer_overflow(page)
+        assert overflow["table"] <= 0 and overflow["rule"] <= 0, overflow
+        assert page.locator("#rk-body td[data-key=change]").first.text_content() == "new_false_dispatch"
+        screenshots(page, "report_diff")
         assert errors == [] and len(requests) == 1
     finally:
         context.close()
@@ -169,6 +210,37 @@ def test_a_100000_row_ledger_opens_and_filters(browser, routebr_artifact, tmp_pa
               f"{path.stat().st_size / 1e6:.1f} MB; browser: page load to ready {opened:.2f} s "
               f"(script {timing['openMs']:.0f} ms), one filter {filtered:.2f} s wall "
               f"({filter_ms:.0f} ms in the script) -> {page.locator('#rk-count').text_content()}")
+        assert errors == [] and len(requests) == 1
+    finally:
+        context.close()
+
+
+def test_a_reproduce_output_at_1280_px(browser, routebr_artifact, tmp_path):
+    run, cases = simulated_run(routebr_artifact, tmp_path / "sim", per_split=12)
+    folder = reproduce_output(run, cases, tmp_path / "repro")
+    path = write_report(folder, folder / "report.html").path
+    context, page, requests, errors, _ = open_report(browser, path, width=1280)
+    try:
+        provenance = page.locator("#rk-provenance .rk-scroll > table > tbody > tr")
+        heights = provenance.evaluate_all("rows => rows.map(r => r.getBoundingClientRect().height)")
+        assert len(heights) == 3 and max(heights) < 80, heights
+        expected = [f"runs/{r}" for r in REPRODUCE_RUNS]  # headline, near-duplicate, side run
+        assert provenance.locator("td:first-child").all_text_contents() == expected
+        assert page.locator("#rk-scorecard tbody tr td:first-child").all_text_contents()[::3] == expected
+        options = page.evaluate("() => Array.from(document.getElementById('rk-f-task').options).slice(1)"
+                                ".map(o => o.textContent.split(' (')[0])")
+        assert options == expected
+        # a hash is shown short, its full value is in the page (and in the title)
+        code = page.locator("#rk-prov code.rk-hash").first
+        full = code.text_content()
+        assert len(full) == 64 and code.get_attribute("title") == full and code.bounding_box()["width"] < 120
+        overflow = explorer_overflow(page)
+        assert overflow["table"] <= 0 and overflow["rule"] <= 0, overflow
+        # the shared folder is said once; each row shows the rest, its full task in the title
+        assert page.locator("#rk-task-prefix").text_content() == "Task paths are relative to runs/."
+        first = page.locator("#rk-body td[data-key=task]").first
+        assert first.text_content() == REPRODUCE_RUNS[0] and first.get_attribute("title") == expected[0]
+        screenshots(page, "report_reproduce")
         assert errors == [] and len(requests) == 1
     finally:
         context.close()

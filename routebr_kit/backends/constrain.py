@@ -191,8 +191,10 @@ def check_grammar(schema: Mapping[str, Any]) -> str:
     try:
         from llama_cpp.llama_grammar import json_schema_to_gbnf
     except ImportError as exc:
-        raise DataError(ErrorCode.MISSING_EXTRA, "llama-cpp-python (the extra [local]: make local-model) to check a "
-                        "schema's grammar", field="constrain") from exc
+        from .local_server import INSTALL_HINT
+
+        raise DataError(ErrorCode.MISSING_EXTRA, "llama-cpp-python to check a schema's grammar (the extra [local]; "
+                        f"install it with: {INSTALL_HINT})", field="constrain") from exc
     try:
         return json_schema_to_gbnf(json.dumps(dict(schema)))
     except Exception as exc:  # noqa: BLE001 - any converter failure is the silent fallback we refuse

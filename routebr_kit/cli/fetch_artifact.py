@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..core.errors import DataError, ErrorCode
+from ..core.progress import terminal_progress
 from ..store.fetch import default_dest, load_shipped_manifest, manual_instructions, verify_tree
 from ..store.fetch import fetch_artifact as fetch
 from .common import command, positive_float
@@ -42,7 +43,7 @@ def fetch_artifact(args: argparse.Namespace) -> int:
         return 0 if not problems else 1
 
     bar = None
-    if args.archive is None and not args.no_progress:
+    if args.archive is None and terminal_progress(args.no_progress):
         from tqdm.auto import tqdm
 
         bar = tqdm(desc="download", unit="B", unit_scale=True, file=sys.stderr)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from ..core.hashing import sha256_file
+from ..core.progress import terminal_progress
 from .common import command, int_range, print_table
 
 
@@ -30,7 +31,7 @@ def metaroute(args: argparse.Namespace) -> int:
     if args.overrides:
         config = config.with_overrides(args.overrides)
     suite = Suite.ABLATIONS if args.ablations else Suite.MAIN
-    run = run_benchmark(args.seeds, suite=suite, mode=Mode(args.mode), config=config, progress=True)
+    run = run_benchmark(args.seeds, suite=suite, mode=Mode(args.mode), config=config, progress=terminal_progress())
     written = run.export(args.out, include_traces=not args.no_traces)
     manifest = {"mode": run.mode.value, "seeds": args.seeds, "suite": suite.value, "config": config.to_mapping(),
                 "config_sha256": config.sha256,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..core.progress import terminal_progress
 from .common import command, int_range, print_table
 
 #: :data:`routebr_kit.metaroute.sweep.MAX_CONFIGURATIONS` as ``--help`` shows it: importing that module for the help
@@ -46,8 +47,8 @@ def metaroute_sweep(args: argparse.Namespace) -> int:
     cap = MAX_CONFIGURATIONS if args.max_configurations is None else args.max_configurations
     plan = design(space, grid=True, max_configurations=cap) if args.grid else design(
         space, samples=64 if args.samples is None else args.samples, seed=args.sample_seed, max_configurations=cap)
-    result = run_sweep(plan, args.seeds, args.out, mode=Mode(args.mode), executor=args.executor, progress=True,
-                       max_in_flight=args.max_in_flight)
+    result = run_sweep(plan, args.seeds, args.out, mode=Mode(args.mode), executor=args.executor,
+                       progress=terminal_progress(), max_in_flight=args.max_in_flight)
     print(f"{len(plan.configurations)} configurations × {args.seeds} seeds: {result.computed} computed, "
           f"{result.reused} reused → {args.out}")
     print_table([{"baseline": r.baseline, "configurations": r.configurations,

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..core.errors import DataError, ErrorCode
+from ..core.progress import terminal_progress
 from ..store.kitfiles import params_file, shipped_params, work_root
 from .common import command
 
@@ -59,7 +60,7 @@ def reproduce(args: argparse.Namespace) -> int:
         return 0
     if prepared.kept:
         print(f"resuming {prepared.out}: keeping {', '.join(prepared.kept)}")
-    status = execute(prepared, progress=not args.no_progress)
+    status = execute(prepared, progress=terminal_progress(args.no_progress))
     if status == 0:
         print(f"finished: {prepared.out / 'report.html'} (open in a browser); index: {prepared.out / 'README.md'}")
     else:

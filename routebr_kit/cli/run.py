@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..core.errors import DataError, ErrorCode
+from ..core.progress import terminal_progress
 from ..store.assets import REGISTRY_NAMES, Assets, load_assets
 from ..store.cases import Split, load_cases
 from .common import command, int_range, positive_float, print_table
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if not cases:
         raise DataError(ErrorCode.EMPTY_FILE, f"at least one {args.split} case", file=str(args.cases), field="split")
     system = parse_system(args.system)
-    progress = not args.no_progress
+    progress = terminal_progress(args.no_progress)  # a bar on a terminal only
     if type(args.repeats) is not int or args.repeats < 1:
         raise DataError(ErrorCode.INVALID_VALUE, "--repeats of at least 1", got=args.repeats, field="--repeats")
     if args.repeats > 1:

@@ -24,6 +24,7 @@ import pandas as pd
 from ..backends.local_server import INSTALL_HINT, SMOLLM2, LocalServer, free_port, require_extra, resolve_model
 from ..backends.registry import make_backend
 from ..core.errors import DataError
+from ..core.progress import progress_bar
 from ..dataset import generate_benchmark, write_benchmark
 from ..evaluation.metrics import Count, score
 from ..evaluation.stats import wilson
@@ -132,22 +133,31 @@ class Grid:
 
 
 def run_grid(proposer: Proposer, sample: Sample, work: str | Path, *, systems: Sequence[str], seed: int,
-             concurrency: int = 1) -> Grid:
+             concurrency: int = 1, progress: bool = True) -> Grid:
     """Every (system, constrain) run of the sample, each in a fresh folder under ``work``: a re-executed notebook
     runs again rather than resuming, since its server (port), sample or parameters may differ from the last run's —
-    which the runner would rightly refuse to resume."""
+    which the runner would rightly refuse to resume.
+
+    ``progress``: one bar over the grid's runs (naming the run in progress) and one over each run's cases — a live
+    model answers in seconds per call, so the cell shows where it is (off with ``TQDM_DISABLE``)."""
     grid = Grid()
-    for constrain in proposer.constrains:
-        for system in systems:
+    cells = [(constrain, system) for constrain in proposer.constrains for system in systems]
+    bar = progress_bar(total=len(cells), desc="live grid", unit="run", show=progress)
+    try:
+        for constrain, system in cells:
+            bar.set_postfix_str(f"{system}, constrain {constrain}")
             folder = Path(work) / "runs" / ("live" if proposer.live else "sim") / f"{system}-{constrain}"
             if folder.exists():  # this notebook's own earlier run of the same cell
                 shutil.rmtree(folder)
             started = time.monotonic()
             grid.runs[system, constrain] = run_cases(
                 sample.cases, proposer.backend(constrain, sample.cases, sample.assets, seed), system=system,
-                assets=sample.assets, out_dir=folder, concurrency=concurrency, resume=False, progress=False,
+                assets=sample.assets, out_dir=folder, concurrency=concurrency, resume=False, progress=progress,
                 cases_path=sample.cases_path)
             grid.seconds[system, constrain] = round(time.monotonic() - started, 1)
+            bar.update()
+    finally:
+        bar.close()
     return grid
 
 

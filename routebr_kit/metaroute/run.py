@@ -61,9 +61,9 @@ def execute_all(tasks: Sequence[TaskSpec], policies: Sequence[Policy], seeds: Se
         return executor.execute_grid(tasks, policies, seeds)
     visit: Iterable[int] = seeds
     if progress:
-        from tqdm.auto import tqdm
+        from ..core.progress import progress_bar
 
-        visit = tqdm(seeds, desc="seeds")
+        visit = progress_bar(seeds, desc="seeds")
     fixed: dict[str, list[RoutePlan]] = {}
     records: list[ExecutionTrace] = []
     for seed in visit:

@@ -389,17 +389,18 @@ def execute(prepared: PreparedRun, *, progress: bool = True) -> int:
 
 def _execute_jobs(prepared: PreparedRun, results: list[NotebookResult], started: float, progress: bool) -> int:
     import papermill as pm
-    from tqdm.auto import tqdm
+
+    from ..core.progress import progress_bar
 
     plan, out = prepared.plan, prepared.out
     status = 0
     with open(out / "kernel.log", "a", encoding="utf-8") as kernel_log:
         manager = _quiet_kernel_manager(kernel_log)
-        jobs = tqdm(list(enumerate(prepared.jobs)), desc=f"reproduce {plan.name}", unit="notebook",
-                    disable=not progress)
+        jobs = progress_bar(list(enumerate(prepared.jobs)), desc=f"reproduce {plan.name}", unit="notebook",
+                            show=progress)
         for i, (job, parameters) in jobs:
             jobs.set_postfix_str(job.name)
-            if i and not progress:  # without a bar: one line per notebook, as each one ends
+            if i and jobs.disable:  # without a bar (--no-progress, no terminal, TQDM_DISABLE): a line per notebook
                 _print_line(i, len(results), results[i - 1])
             if parameters is None:
                 art = str(prepared.artifact.path) if prepared.artifact.path is not None else None
@@ -430,7 +431,7 @@ def _execute_jobs(prepared: PreparedRun, results: list[NotebookResult], started:
             _write_manifest(out, prepared, results, time.perf_counter() - started, "running")
             _write_index(out, plan, results)
         last = max((i for i, r in enumerate(results) if r.status != "pending"), default=None)
-        if not progress and last is not None:
+        if jobs.disable and last is not None:
             _print_line(last + 1, len(results), results[last])
     return status
 

@@ -76,6 +76,9 @@ def _step_kind(decision: Decision, step: TraceStep, outcome: str) -> str:
     return "pass"
 
 
+_COUNT = {2: "two", 3: "three", 4: "four"}
+
+
 def decision_paths_figure(decisions: Sequence[Decision], titles: Sequence[str] | None = None) -> Figure:
     """Each decision's path through the controller as a column of steps, side by side (the paper's Figure 1).
 
@@ -111,7 +114,10 @@ def decision_paths_figure(decisions: Sequence[Decision], titles: Sequence[str] |
     handles = [FancyBboxPatch((0, 0), 1, 1, facecolor=colours[k], edgecolor="0.25") for k in colours]
     fig.legend(handles, ["passed", "stopped here", "dispatched", "not reached"], loc="lower center", ncol=4,
                frameon=False, fontsize=9)
-    fig.suptitle("Figure 1: the same proposal through the controller under two runtime states", fontsize=11)
+    heading = ("Figure 1: the proposal through the controller" if len(decisions) == 1 else
+               f"Figure 1: the same proposal through the controller under {_COUNT.get(len(decisions), len(decisions))} "
+               "runtime states")
+    fig.suptitle(heading, fontsize=11)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
 

@@ -58,6 +58,12 @@ class Column:
             self.values.append(value)
         self.codes.append(code)
 
+    def declare(self, value: str) -> None:
+        """Give ``value`` the next code without a row (the dictionary's order is the filter's order)."""
+        if value not in self._index:
+            self._index[value] = len(self.values)
+            self.values.append(value)
+
     def as_dict(self) -> dict[str, Any]:
         return {"values": self.values, "codes": self.codes}
 
@@ -249,6 +255,8 @@ def build_report(source: ReportSource, *, base: ReportSource | None = None, gate
         changed = {(c.task, c.case_id, c.repeat_id): c for c in diff.changed}
     cache: AssetsCache = {}
     columns = {name: Column() for name in CATEGORICAL}
+    for key in source.tasks:  # the task filter lists the tasks in the report's order (headline runs first)
+        columns["task"].declare(key)
     numeric: dict[str, list[int]] = {"case": [], "ok": [], "strict_ok": [], "fail_closed": [], "calls": [],
                                      "tokens": [], "base_detail": []}
     keys: list[list[str]] = []

@@ -204,7 +204,8 @@ def _reproduce_source(path: Path, cases: str | Path | None, details: bool, max_r
         assets = published.assets
         tasks.update({f"artifact/{k}": _rekeyed(t, f"artifact/{k}") for k, t in published.tasks.items()})
     runs = sorted({p.parent for p in (path / "runs").rglob(PREDICTIONS)
-                   if RAW not in p.relative_to(path).parts[:-1]}) if (path / "runs").is_dir() else []
+                   if RAW not in p.relative_to(path).parts[:-1]},
+                  key=lambda f: (run_rank(f.relative_to(path / "runs")), f)) if (path / "runs").is_dir() else []
     chosen = _runs_cases(runs, _cases_files(path) if runs and cases is None else {}, cases)
     for folder in runs:
         key = folder.relative_to(path).as_posix()
@@ -218,6 +219,21 @@ def _reproduce_source(path: Path, cases: str | Path | None, details: bool, max_r
                       for n in manifest.get("notebooks") or [] if isinstance(n, dict))
     return ReportSource(path, SourceKind.REPRODUCE, ledgers, {k: origin_of(t) for k, t in tasks.items()},
                         _notebook_figures(path, notebooks), notebooks, manifest, artifact_root)
+
+
+def run_rank(relative: Path) -> int:
+    """Where a run folder of a ``reproduce`` output's ``runs/`` is listed: headline runs first, side runs after.
+
+    0 — a study run of the research-question notebooks, ``<backend>/seed-<n>/<benchmark>/<system>/<split>``;
+    1 — another run under a ``<backend>/seed-<n>/`` folder (a near-duplicate such as notebook 10's base traffic,
+    ``<system>-<split>`` of the same benchmark);
+    2 — a side run in a folder of its own (``guarantee-search/…``, a benchmark search, anything else).
+    """
+    parts = relative.parts
+    seeded = len(parts) >= 2 and parts[1].startswith("seed-")
+    if seeded and len(parts) == 5:
+        return 0
+    return 1 if seeded else 2
 
 
 def _rekeyed(task: LedgerTask, key: str) -> LedgerTask:

@@ -37,8 +37,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from .. import __version__
 from ..backends.cache import CacheMissError
 from ..core.aio import run_sync
@@ -46,6 +44,7 @@ from ..core.calls import Backend, FailureKind, ModelCall, ModelReply
 from ..core.controller import ControllerOptions, Decision, ask_backend
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file, sha256_json
+from ..core.progress import progress_bar
 from ..core.records import System, Terminal
 from ..prompts.published import Protocol, protocol_of
 from ..store.assets import Assets
@@ -331,7 +330,7 @@ async def _run(cases: Sequence[Case], one: Callable[[Case], Awaitable[tuple[dict
     decisions: dict[str, Any] = {}
     fresh: dict[str, PredictionRow] = {}
     receipts: dict[str, Mapping[str, Any]] = {}
-    bar = tqdm(total=len(pending), desc=system.value, unit="case", disable=not progress, dynamic_ncols=True)
+    bar = progress_bar(total=len(pending), desc=system.value, unit="case", show=progress, dynamic_ncols=True)
     todo = iter(pending)
 
     async def worker() -> None:

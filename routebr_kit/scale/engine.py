@@ -87,9 +87,9 @@ def run_cells(cells: Sequence[Cell] | Iterable[Cell], out_dir: str | Path, *,
                         got=max_in_flight)
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        from ..core.progress import progress_bar
 
-        bar = tqdm(total=len(unique), initial=len(reused), desc=desc, unit="cell")
+        bar = progress_bar(total=len(unique), initial=len(reused), desc=desc, unit="cell")
     try:
         if todo:
             with open_executor(executor) as pool:

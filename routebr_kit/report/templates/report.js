@@ -20,9 +20,11 @@
   const cases = ex.cases;
   let caseText = null; // lower-cased "id utterance" per case, built on the first search
 
-  // ---- the table's columns
+  // ---- the table's columns (a task is shown without the folder every task shares, which is said once above)
+  const taskPrefix = sharedFolder(cols.task.values);
+  if (taskPrefix) $("rk-task-prefix").textContent = "Task paths are relative to " + taskPrefix + ".";
   const view = [
-    ["task", "task", (i) => cols.task.values[code.task[i]]],
+    ["task", "task", (i) => cols.task.values[code.task[i]].slice(taskPrefix.length)],
     ["case", "case", (i) => cases[caseOf[i]][0]],
     ["split", "split", (i) => cols.split.values[code.split[i]]],
     ["system", "system", (i) => cols.system.values[code.system[i]]],
@@ -36,6 +38,15 @@
     view.splice(5, 0, ["base_pred", "base path", (i) => cols.base_pred.values[code.base_pred[i]]]);
     view.push(["change", "change", (i) => cols.change.values[code.change[i]]]);
     view.push(["stage", "first changed stage", (i) => cols.stage.values[code.stage[i]]]);
+  }
+
+  function sharedFolder(values) {
+    if (values.length < 2) return "";
+    let prefix = values[0].slice(0, values[0].lastIndexOf("/") + 1);
+    for (const v of values) while (prefix && !v.startsWith(prefix)) {
+      prefix = prefix.slice(0, prefix.slice(0, -1).lastIndexOf("/") + 1);
+    }
+    return prefix;
   }
 
   // ---- filters
@@ -53,7 +64,9 @@
       changedOpt.value = "changed"; changedOpt.textContent = "changed (any class)";
       sel.appendChild(changedOpt);
     }
-    const order = cols[col].values.map((v, k) => k).sort((a, b) => cols[col].values[a] < cols[col].values[b] ? -1 : 1);
+    // tasks keep the report's order (headline runs first, side runs after); other values are sorted
+    const order = cols[col].values.map((v, k) => k);
+    if (col !== "task") order.sort((a, b) => cols[col].values[a] < cols[col].values[b] ? -1 : 1);
     for (const k of order) {
       const opt = document.createElement("option");
       opt.value = String(k);
@@ -169,7 +182,9 @@
       if (ex.diff && code.change[i] !== unchangedCode) tr.className = "rk-changed rk-" + cols.change.values[code.change[i]];
       for (const [key, , get] of view) {
         const td = document.createElement("td");
-        td.textContent = get(i);
+        if (WRAPS.has(key)) breakable(td, get(i));
+        else td.textContent = get(i);
+        if (key === "task") td.title = cols.task.values[code.task[i]];
         td.dataset.key = key;
         tr.appendChild(td);
       }
@@ -178,6 +193,23 @@
     }
     body.replaceChildren(frag);
   }
+  // the columns whose values may wrap (the rest keep one line: CSS nowrap, and no <wbr>, which Chromium honours even
+  // inside nowrap)
+  const WRAPS = new Set(["task", "gold", "base_pred", "pred", "reason", "change", "stage"]);
+  // a value with a line-break opportunity after each "/" and "_" (its text is unchanged: <wbr> holds none), so a
+  // narrow window wraps a long path or code inside its cell instead of pushing the last columns out of view
+  function breakable(td, value) {
+    let start = 0;
+    for (let k = 0; k < value.length; k++) {
+      if ((value[k] === "/" || value[k] === "_") && k + 1 < value.length) {
+        td.appendChild(document.createTextNode(value.slice(start, k + 1)));
+        td.appendChild(document.createElement("wbr"));
+        start = k + 1;
+      }
+    }
+    td.appendChild(document.createTextNode(value.slice(start)));
+  }
+
   $("rk-prev").addEventListener("click", () => { page--; render(); });
   $("rk-next").addEventListener("click", () => { page++; render(); });
 
