@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from routebr_kit.cli.main import main
-from routebr_kit.core.progress import progress_bar, terminal_progress
+from routebr_kit.scale.progress import progress_bar, terminal_progress
 
 RUN = ["run", "--profile", "sim:deepseek_v4_primary", "--system", "routebr", "--split", "ENTITY"]
 BAR = re.compile(r"\d+/\d+ \[")  # tqdm's "40/40 [00:00<...]"

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..core.errors import DataError, ErrorCode
-from ..core.progress import terminal_progress
+from ..scale.progress import terminal_progress
 from ..store.fetch import default_dest, load_shipped_manifest, manual_instructions, verify_tree
 from ..store.fetch import fetch_artifact as fetch
 from .common import command, positive_float

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from ..core.hashing import sha256_file
-from ..core.progress import terminal_progress
+from ..scale.progress import terminal_progress
 from .common import command, int_range, print_table
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..core.progress import terminal_progress
+from ..scale.progress import terminal_progress
 from .common import command, int_range, print_table
 
 #: :data:`routebr_kit.metaroute.sweep.MAX_CONFIGURATIONS` as ``--help`` shows it: importing that module for the help

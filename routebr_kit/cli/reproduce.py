@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..core.errors import DataError, ErrorCode
-from ..core.progress import terminal_progress
+from ..scale.progress import terminal_progress
 from ..store.kitfiles import params_file, shipped_params, work_root
 from .common import command
 

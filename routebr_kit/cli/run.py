@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..core.errors import DataError, ErrorCode
-from ..core.progress import terminal_progress
+from ..scale.progress import terminal_progress
 from ..store.assets import REGISTRY_NAMES, Assets, load_assets
 from ..store.cases import Split, load_cases
 from .common import command, int_range, positive_float, print_table

@@ -61,7 +61,7 @@ def execute_all(tasks: Sequence[TaskSpec], policies: Sequence[Policy], seeds: Se
         return executor.execute_grid(tasks, policies, seeds)
     visit: Iterable[int] = seeds
     if progress:
-        from ..core.progress import progress_bar
+        from ..scale.progress import progress_bar
 
         visit = progress_bar(seeds, desc="seeds")
     fixed: dict[str, list[RoutePlan]] = {}

@@ -390,7 +390,7 @@ def execute(prepared: PreparedRun, *, progress: bool = True) -> int:
 def _execute_jobs(prepared: PreparedRun, results: list[NotebookResult], started: float, progress: bool) -> int:
     import papermill as pm
 
-    from ..core.progress import progress_bar
+    from ..scale.progress import progress_bar
 
     plan, out = prepared.plan, prepared.out
     status = 0

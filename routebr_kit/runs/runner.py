@@ -44,7 +44,7 @@ from ..core.calls import Backend, FailureKind, ModelCall, ModelReply
 from ..core.controller import ControllerOptions, Decision, ask_backend
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file, sha256_json
-from ..core.progress import progress_bar
+from ..scale.progress import progress_bar
 from ..core.records import System, Terminal
 from ..prompts.published import Protocol, protocol_of
 from ..store.assets import Assets

@@ -87,7 +87,7 @@ def run_cells(cells: Sequence[Cell] | Iterable[Cell], out_dir: str | Path, *,
                         got=max_in_flight)
     bar = None
     if progress:
-        from ..core.progress import progress_bar
+        from .progress import progress_bar
 
         bar = progress_bar(total=len(unique), initial=len(reused), desc=desc, unit="cell")
     try:
