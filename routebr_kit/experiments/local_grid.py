@@ -24,11 +24,11 @@ import pandas as pd
 from ..backends.local_server import INSTALL_HINT, SMOLLM2, LocalServer, free_port, require_extra, resolve_model
 from ..backends.registry import make_backend
 from ..core.errors import DataError
-from ..scale.progress import progress_bar
 from ..dataset import generate_benchmark, write_benchmark
 from ..evaluation.metrics import Count, score
 from ..evaluation.stats import wilson
 from ..runs.runner import RunResult, run_cases
+from ..scale.progress import progress_bar
 from ..store.assets import Assets, assets_beside
 from ..store.cases import Case, Split, load_cases
 

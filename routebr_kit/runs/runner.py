@@ -44,9 +44,9 @@ from ..core.calls import Backend, FailureKind, ModelCall, ModelReply
 from ..core.controller import ControllerOptions, Decision, ask_backend
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_file, sha256_json
-from ..scale.progress import progress_bar
 from ..core.records import System, Terminal
 from ..prompts.published import Protocol, protocol_of
+from ..scale.progress import progress_bar
 from ..store.assets import Assets
 from ..store.cases import Case, Split
 from ..store.ledger import PredictionRow, RunLedger, prediction_from_decision, source_sha256
