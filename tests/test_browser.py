@@ -4,7 +4,8 @@ JupyterLab (from .venv, on 127.0.0.1, a random token, isolated config/runtime di
 ``notebooks/00_quickstart.ipynb`` — the committed notebook is never touched.  Playwright opens it in the system
 Chromium (never a downloaded browser), runs all cells, checks that the Figure-1 explorer shows ``DISPATCH``,
 clicks the ``action_permission`` toggle, waits for the rendered terminal to become ``REJECT``, and then asks the
-kernel (an extra cell in the copy) for the explorer's own state.  Without Chromium the test is skipped with a
+kernel (an extra cell in the copy) for the explorer's own state (``$ROUTEBR_SCREENS``: a folder for a screenshot
+of the explorer after the click).  Without Chromium the test is skipped with a
 plain message — except under ``CI``, where it fails: CI must run it (``tools/ensure_chromium.sh`` installs it).
 """
 
@@ -151,6 +152,9 @@ def test_toggling_action_permission_in_jupyterlab_turns_dispatch_into_reject(tmp
                 toggle.click()
                 expect(terminal).to_contain_text("REJECT", timeout=CLICK_S * 1000)
                 expect(terminal).not_to_contain_text("DISPATCH(")
+                if os.environ.get("ROUTEBR_SCREENS"):  # what a maintainer looks at: the explorer after the click
+                    terminal.scroll_into_view_if_needed()
+                    page.screenshot(path=str(Path(os.environ["ROUTEBR_SCREENS"]) / "lab_00_explorer_reject.png"))
                 page.wait_for_function(KERNEL_IDLE, timeout=CLICK_S * 1000)
                 page.evaluate(RUN_LAST_CELL)  # the kernel-side state agrees with what the page shows
                 expect(page.get_by_text("KERNEL_TERMINAL=REJECT")).to_be_visible(timeout=CLICK_S * 1000)
