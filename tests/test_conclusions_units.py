@@ -103,7 +103,7 @@ def test_paper_replay_keeps_the_two_kinds_of_evidence_apart(flash_main) -> None:
 
 
 def test_kit_fallback_report_replays_through_the_same_function(tmp_path: Path) -> None:
-    from routebr_kit.notebook.kit_replay import kit_replay_report
+    from routebr_kit.experiments.kit_replay import kit_replay_report
 
     kit = kit_replay_report(tmp_path, profile="deepseek_v4_flash_efficiency", seed=0)
     assert kit.report.ok and kit.report.rows == len(kit.cases)

@@ -406,7 +406,7 @@ def test_ablation_facts_match_the_tables(runs, seed) -> None:
 
 @pytest.mark.parametrize("variant", variant_names("08_metaroute_bench"))
 def test_metaroute_facts_match_the_tables(variant) -> None:
-    from routebr_kit.notebook.metaroute_source import resolve_metaroute
+    from routebr_kit.metaroute.source import resolve_metaroute
 
     out = executed("08_metaroute_bench", variant)
     summary = _table(out, "table2_summary").set_index("policy")
