@@ -71,6 +71,7 @@ _LAZY: dict[str, str] = {
     "per_seed_success": "analysis",
     "power_curve": "analysis",
     "seeds_for_power": "analysis",
+    "ranking_agreement": "analysis",
     "slice_comparisons": "analysis",
     "summary_frame": "analysis",
     "task_profile_frame": "analysis",
