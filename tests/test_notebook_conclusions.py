@@ -437,7 +437,8 @@ def test_metaroute_facts_match_the_tables(variant) -> None:
     for name, sign in (("ahead_levels", 1), ("behind_levels", -1)):
         chosen = [str(v) for v, d in zip(significant["value"], significant["difference_points"]) if d * sign > 0]
         expected[name] = ", ".join(chosen)
-    expected |= {"slice_seeds": int(slices["seeds"].iloc[0]), "seeds": _parameters("08_metaroute_bench", variant)["seeds"]}
+    expected |= {"slice_seeds": int(slices["seeds"].iloc[0]),
+                 "seeds": _parameters("08_metaroute_bench", variant)["seeds"]}
     assert set(slices["seeds"]) == {_parameters("08_metaroute_bench", variant)["seeds"]}
     failures = _table(out, "failure_taxonomy")
     share = failures[failures["label"] != "task_failure"].groupby("policy")[["successful", "traces"]].sum()
@@ -459,7 +460,8 @@ def test_metaroute_facts_match_the_tables(variant) -> None:
         gaps = (explorer.set_index("policy")["success_rate"] - summary["success_rate"]).abs()
         worst = agreement["values"]["largest_gap_policy"]
         assert gaps.idxmax() == worst
-        expected |= {"largest_gap_pts": 100 * gaps[worst], "largest_gap_ci_pts": 100 * summary.loc[worst, "success_ci95"]}
+        expected |= {"largest_gap_pts": 100 * gaps[worst],
+                     "largest_gap_ci_pts": 100 * summary.loc[worst, "success_ci95"]}
     _facts(agreement["values"], expected)
 
 
