@@ -12,6 +12,7 @@ from .. import lazy_exports
 #: ``seed_spread``, stays in its module: the package attribute of that name is the module).
 _EXPORTS: dict[str, str] = {
     "Promotion": "ablations",
+    "boundary_mcnemar": "ablations",
     "prevented_promotions": "ablations",
     "promote_lower_ranked": "ablations",
     "replay_decisions": "ablations",

@@ -17,12 +17,12 @@ from pathlib import Path
 from ..core.controller import Decision
 from ..core.records import System
 from ..dataset import Partition, generate_benchmark
-from .replication import COMPARED, Disagreement, ReplayReport, TaskReplay
-from .screening import run_backend
 from ..runs.replay import replay_rows
 from ..store.artifact import ArtifactTask
 from ..store.cases import Case, Split
 from ..store.ledger import PredictionRow
+from .replication import COMPARED, Disagreement, ReplayReport, TaskReplay
+from .screening import run_backend
 
 KIT_PHASE = "kit"
 
