@@ -49,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "paper_runs": "replication",
     "paper_tables": "replication",
     "replay_artifact": "replication",
+    "replay_story": "replication",
     "replay_task": "replication",
     "COUNT_TOLERANCE": "screening",
     "PATH_TOLERANCE_POINTS": "screening",
