@@ -73,7 +73,7 @@ def _rendered(out_dir: Path, variable: str) -> str:
     """The Markdown the notebook's ``%%conclusion <variable>`` cell displayed."""
     nb = json.loads((out_dir / "executed.ipynb").read_text(encoding="utf-8"))
     cell = next(c for c in nb["cells"] if "".join(c["source"]).startswith(f"%%conclusion {variable}\n"))
-    return "".join(o["data"]["text/markdown"] for o in cell["outputs"] if "text/markdown" in o.get("data", {}))
+    return "".join("".join(o["data"]["text/markdown"]) for o in cell["outputs"] if "text/markdown" in o.get("data", {}))
 
 
 def test_the_published_outputs_are_found_through_the_routebr_variable(runs) -> None:
