@@ -15,17 +15,8 @@ from notebook_templates import flags, render, template, typed_numbers
 from test_honest_comparisons import unpaired_comparisons
 
 from routebr_kit.evaluation.stats import mcnemar
-from routebr_kit.notebook import conclusions
 
 NUMBER = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?(?:e-?\d+)?%?")
-
-
-def _stray(c: conclusions.Conclusion) -> list[str]:
-    body = "\n".join(line for line in c.markdown.splitlines() if not line.startswith("*Computed from this run"))
-    for text in c.texts.values():
-        assert text in body, text
-    pieces = {p for text in c.texts.values() for p in NUMBER.findall(text)} | {"5%", "95%"}
-    return [n for n in NUMBER.findall(re.sub(r"`[^`]*`", "", body)) if n not in pieces]
 
 
 def _anatomy(routebr: list[bool], b1: list[bool]) -> pd.DataFrame:
@@ -81,20 +72,32 @@ def _row(case_id: str, path: str) -> SimpleNamespace:
 
 
 def test_ablations_compare_false_dispatch_with_routebr_by_exact_mcnemar() -> None:
+    """Notebook 06's paired test (experiments.ablations.boundary_mcnemar) and its template: every comparison of a
+    variant with RouteBR the rendered section makes names the exact McNemar test."""
+    import json
+    from pathlib import Path
+
+    from routebr_kit.experiments.ablations import boundary_mcnemar
+    from routebr_kit.notebook.display import render_conclusion
+
     gold = {"C1": "T_CLARIFY", "C2": "T_REJECT", "C3": "A1_ADVISORY"}
     cases = [SimpleNamespace(case_id=k, gold=SimpleNamespace(final_path=v)) for k, v in gold.items()]
-    rows = {"routebr": [_row("C1", "T_CLARIFY"), _row("C2", "T_REJECT"), _row("C3", "A1_ADVISORY")],
-            "a_state": [_row("C1", "A5_PROTECTED_ACTION"), _row("C2", "A3_ORDER"), _row("C3", "A1_ADVISORY")]}
-    table = pd.DataFrame([{"variant": v, "split": "MAIN", "FD": fd, "FB": "0/1", "fail-closed": "0/3"}
-                          for v, fd in (("routebr", "0/2"), ("a_state", "2/2"))])
-    agreement = pd.DataFrame(columns=["variant", "same final path", "same object", "cases"])
-    c = conclusions.ablations(table, agreement, pd.DataFrame(), "simulated", recorded_live=False, rows=rows,
-                              cases=cases)
-    assert c.values["a_state_only"] == 2 and c.values["a_state_routebr_only"] == 0
-    assert c.values["a_state_mcnemar_p"] == mcnemar({1: True, 2: True}, {1: False, 2: False}).p_two_sided
-    assert not unpaired_comparisons(c.markdown) and not _stray(c)
-    bare = conclusions.ablations(table, agreement, pd.DataFrame(), "simulated", recorded_live=False)
-    assert "a_state_mcnemar_p" not in bare.values and not unpaired_comparisons(bare.markdown)
+    routebr = [_row("C1", "T_CLARIFY"), _row("C2", "T_REJECT"), _row("C3", "A1_ADVISORY")]
+    a_state = [_row("C1", "A5_PROTECTED_ACTION"), _row("C2", "A3_ORDER"), _row("C3", "T_CLARIFY")]
+    fd = boundary_mcnemar(routebr, a_state, cases, blocked_gold=True)  # C3 is a false block, not a dispatch
+    assert (fd.a_only_correct, fd.b_only_correct, fd.paired) == (2, 0, 3)
+    assert fd.p_two_sided == mcnemar({1: True, 2: True}, {1: False, 2: False}).p_two_sided
+    fb = boundary_mcnemar(routebr, a_state, cases, blocked_gold=False)
+    assert (fb.a_only_correct, fb.b_only_correct) == (1, 0)
+    assert boundary_mcnemar(a_state, routebr, cases, blocked_gold=True).b_only_correct == 2  # a is the first
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "06_ablations.ipynb").read_text("utf-8"))
+    template = next("".join(c["source"]) for c in nb["cells"] if "".join(c["source"]).startswith("%%conclusion"))
+    names = set(re.findall(r"\{\??(\w+)", template.split("\n", 1)[1]))
+    facts = {n: 3 for n in names} | {n: True for n in names if n in {"simulated", "recorded_live"}
+                                      or n.endswith(("_rises", "_significant", "_mattered")) or n == "any_promotion"}
+    facts |= {"source": "simulated", **{f"{v}_mcnemar_p": fd.p_two_sided for v in ("a_state", "no_rules", "a_ground")}}
+    markdown = render_conclusion(template.split("\n", 1)[1], facts)
+    assert "Exact McNemar" in markdown and not unpaired_comparisons(markdown)
 
 
 def _template_stray(text: str) -> list[str]:

@@ -3,6 +3,7 @@ state theirs in ``%%conclusion`` templates, checked branch by branch (:mod:`note
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -12,18 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from notebook_templates import flags, render, template, typed_numbers
 
-from routebr_kit.notebook import conclusions
-
 NUMBER = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?(?:e-?\d+)?%?")
 METHOD = {"95%", "80%"}  # "the 95% seed-level interval", "80% power" name a method
 
 
-def _stray(c: conclusions.Conclusion) -> list[str]:
-    body = "\n".join(line for line in c.markdown.splitlines() if not line.startswith("*Computed from this run"))
-    for text in c.texts.values():
-        assert text in body, text
-    pieces = {p for text in c.texts.values() for p in NUMBER.findall(text)} | METHOD
-    return [n for n in NUMBER.findall(re.sub(r"`[^`]*`", "", body)) if n not in pieces]
 
 
 SCREENING = template("02_backend_screening")
@@ -55,32 +48,10 @@ def flash_main(routebr_artifact):
     return replay_artifact(artifact, tasks)
 
 
-def test_failure_story_tells_what_replays(flash_main) -> None:
-    decision = next(d for d in flash_main.tasks[0].decisions if d.request_id == "MAIN-0158")
-    text = conclusions.failure_story(decision, gold_path="A3_ACCOUNT_ANALYSIS")
-    assert "`FAIL_CLOSED_INVALID_OUTPUT`" in text and "`T_CLARIFY`" in text
-    assert "`ACTION_OUTSIDE_CATALOG`" in text  # what the contract actually said, not a guess
-    assert "repair was attempted" in text and "identical to the first reply" in text
-    ok = next(d for d in flash_main.tasks[0].decisions if not d.reason.fail_closed)
-    assert "did not fail closed" in conclusions.failure_story(ok)
 
 
-def test_paper_replay_keeps_the_two_kinds_of_evidence_apart(flash_main) -> None:
-    c = conclusions.paper_replay(flash_main, "published artifact", reproduced=(89, 90), differing_tables=0)
-    assert c.values["independent"] == [100, 100] and c.values["rebuilt"] == [100, 100]
-    assert "**Independent evidence:**" in c.markdown and "by construction" in c.markdown
-    assert "not all of them" in c.markdown and "are identical" in c.markdown
-    assert not _stray(c)
 
 
-def test_kit_fallback_report_replays_through_the_same_function(tmp_path: Path) -> None:
-    from routebr_kit.notebook.kit_replay import kit_replay_report
-
-    kit = kit_replay_report(tmp_path, profile="deepseek_v4_flash_efficiency", seed=0)
-    assert kit.report.ok and kit.report.rows == len(kit.cases)
-    assert any(d.reason.fail_closed for d in kit.decisions())  # the fallback still has a failure to study
-    c = conclusions.paper_replay(kit.report, "kit", kit_run=True)
-    assert "replicates nothing published" in c.markdown
 
 
 def _differences(pts: list[tuple[float, float]]) -> pd.DataFrame:
@@ -89,23 +60,6 @@ def _differences(pts: list[tuple[float, float]]) -> pd.DataFrame:
                          for i, (d, ci) in enumerate(pts)])
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.floats(-20, 20), st.floats(0.01, 10)), min_size=1, max_size=5),
-       st.integers(2, 500), st.booleans())
-def test_metaroute_numbers_are_the_facts(pts, seeds, compared) -> None:
-    differences = _differences(pts)
-    power = pd.DataFrame([{"mode": m, "seeds": n, "difference_pts": 1.5, "ci95_pts": 3.0 / n ** 0.5,
-                           "significant": n > 50} for m in ("exact", "fast") for n in (10, seeds)])
-    design = pd.DataFrame({"expected difference (pts)": [1.4], "per-seed sd (pts)": [4.3],
-                           "power at 30 seeds": [0.43], "seeds for 80% power": [74]})
-    match = {"summary.csv": True, "tasks.csv": compared} if compared else None
-    c = conclusions.metaroute_ablations(differences, power, design, seeds=seeds, match=match, source="x")
-    assert not _stray(c)
-    for i, (d, ci) in enumerate(pts):
-        assert c.values[f"ablation_{i}_pts"] == pytest.approx(round(d, 2))
-        assert ("includes zero" in c.markdown) == any(abs(d) <= ci for d, ci in pts)
-    assert c.values["power_largest_seeds"] == max(10, seeds)
-    assert ("published_files_identical" in c.values) == compared
 
 
 DATASET = template("01_dataset_construction")
@@ -130,3 +84,69 @@ def test_parse_count_reads_back_a_formatted_count() -> None:
     for bad in ("", "5", "5/", "a/76", "97.5"):
         with pytest.raises(ValueError):
             parse_count(bad)
+
+
+
+
+def _template(notebook: str, variable: str = "facts") -> str:
+    """The Markdown template of ``notebook``'s ``%%conclusion <variable>`` cell."""
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / f"{notebook}.ipynb").read_text("utf-8"))
+    cell = next("".join(c["source"]) for c in nb["cells"]
+                if "".join(c["source"]).startswith(f"%%conclusion {variable}\n"))
+    return cell.split("\n", 1)[1]
+
+
+def test_replay_story_tells_what_replays(flash_main) -> None:
+    """Notebook 07's fail-closed story: experiments.replication.replay_story's facts in the notebook's template."""
+    from routebr_kit.experiments.replication import replay_story
+    from routebr_kit.notebook.display import render_conclusion
+
+    decision = next(d for d in flash_main.tasks[0].decisions if d.request_id == "MAIN-0158")
+    story = replay_story(decision, gold_path="A3_ACCOUNT_ANALYSIS")
+    assert story["fail_closed"] and story["repair_attempted"] and story["repair_same"] and story["first_rejected"]
+    text = render_conclusion(_template("07_paper_replay", "story"), story)
+    assert "`FAIL_CLOSED_INVALID_OUTPUT`" in text and "`T_CLARIFY`" in text
+    assert "`ACTION_OUTSIDE_CATALOG`" in text  # what the contract actually said, not a guess
+    assert "repair was attempted" in text and "identical to the first reply" in text
+    ok = next(d for d in flash_main.tasks[0].decisions if not d.reason.fail_closed)
+    assert "did not fail closed" in render_conclusion(_template("07_paper_replay", "story"), replay_story(ok))
+    assert "No fail-closed case" in render_conclusion(_template("07_paper_replay", "story"), replay_story(None))
+
+
+def _replay_facts(report, **changes) -> dict:
+    """Notebook 07's facts for ``report`` (as its facts cells compute them), with ``changes``."""
+    from routebr_kit.experiments.replication import INDEPENDENT, REBUILT
+
+    facts = {"source": "x", "have_artifact": True, "kit_run": False,
+             "independent": min(report.agree_total(k) for k in INDEPENDENT), "independent_n": report.rows,
+             "rebuilt": min(report.agree_total(k) for k in REBUILT), "rebuilt_n": report.rows,
+             "published_reproduced": 89, "published_reproduced_n": 90, "all_reproduced": False,
+             "tables_identical": True, "differing_tables": "", "failure_found": False, "failure_case": "",
+             "failure_final_path": "", "failure_reason": "", "failure_fail_closed": False, "failure_terminal": "",
+             "any_missed": False, "missed_pairs": None, "missed_pair_ids": "", "missed_allowed": False}
+    return facts | changes
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.floats(-20, 20), st.floats(0.01, 10)), min_size=4, max_size=4),
+       st.integers(2, 500), st.booleans(), st.sampled_from([("exact",), ("fast",), ("exact", "fast")]))
+def test_metaroute_ablation_template_says_what_the_facts_say(pts, seeds, compared, modes) -> None:
+    """Notebook 09's template: "includes zero" exactly for a non-significant ablation; the modes not studied and an
+    absent comparison are left out, not stated as zero."""
+    from routebr_kit.notebook.display import render_conclusion
+
+    names = ("adaptive_no_recovery", "adaptive_single_action", "adaptive_no_decompose", "adaptive_no_verify")
+    facts = {"source": "x", "seeds": seeds, "largest_ablation": names[0], "compared": compared,
+             "published_files_identical": 2 if compared else None,
+             "published_files_identical_n": 2 if compared else None,
+             "recovery_expected_pts": 1.4, "recovery_sd_pts": 4.3, "power_design_seeds": 30, "recovery_power": 0.43,
+             "power_target": 0.8, "recovery_seeds_80": 74, "power_largest_seeds": seeds}
+    for name, (d, ci) in zip(names, pts, strict=True):
+        facts |= {f"{name}_pts": d, f"{name}_ci_pts": ci, f"{name}_significant": abs(d) > ci}
+    for m in ("exact", "fast"):
+        facts |= {f"power_{m}_studied": m in modes, f"power_{m}_significant": False,
+                  f"power_{m}_pts": 1.5 if m in modes else None, f"power_{m}_ci_pts": 3.0 if m in modes else None}
+    text = render_conclusion(_template("09_metaroute_ablations"), facts)
+    assert ("includes zero" in text) == any(abs(d) <= ci for d, ci in pts)
+    assert all((f"{m} mode" in text) == (m in modes) for m in ("exact", "fast"))
+    assert ("byte-identical" in text) == compared

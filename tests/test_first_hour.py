@@ -126,7 +126,7 @@ def test_replay_without_any_artifact_is_one_line_saying_where_it_looked(tmp_path
 
 def test_an_installed_wheel_looks_only_in_real_places(tmp_path, monkeypatch):
     """From site-packages the kit never names a folder inside the venv (``…/lib/python3.11/shared/…``)."""
-    from routebr_kit.notebook import metaroute_source
+    import routebr_kit.metaroute.source as metaroute_source
     from routebr_kit.store import artifact
 
     monkeypatch.delenv("ROUTEBR_ARTIFACT", raising=False)

@@ -422,13 +422,10 @@ def test_ablation_facts_match_the_tables(runs, seed) -> None:
             expected |= {f"{variant}_{fact}": pooled[variant][column], f"routebr_{fact}": pooled["routebr"][column]}
             expected |= _mcnemar(by_case(correct, "routebr"), by_case(correct, variant).reindex(
                 by_case(correct, "routebr").index), variant, f"{variant}_only", f"{variant}_routebr_only")
-    if "no_repair" in pooled:
-        expected["no_repair_fail"] = pooled["no_repair"]["fail-closed"]
-        if pooled["no_repair"]["fail-closed"][0] != pooled["routebr"]["fail-closed"][0]:
-            expected["routebr_fail"] = pooled["routebr"]["fail-closed"]
+    expected |= {"no_repair_fail": pooled["no_repair"]["fail-closed"], "routebr_fail": pooled["routebr"]["fail-closed"]}
     promoted = _table(out, "ablation_prevented_promotions")
-    if len(promoted):
-        expected |= {"promotions": len(promoted), "promotions_wrong": int(_flag(promoted, "promotion wrong").sum())}
+    expected |= {"promotions": len(promoted),
+                 "promotions_wrong": int(_flag(promoted, "promotion wrong").sum()) if len(promoted) else 0}
     for r in _table(out, "ablation_offline_vs_recorded").to_dict("records"):
         expected |= {f"{r['variant']}_same_path": [int(r["same final path"]), int(r["cases"])],
                      f"{r['variant']}_same_object": [int(r["same object"]), int(r["cases"])]}
@@ -437,7 +434,7 @@ def test_ablation_facts_match_the_tables(runs, seed) -> None:
 
 @pytest.mark.parametrize("variant", variant_names("08_metaroute_bench"))
 def test_metaroute_facts_match_the_tables(variant) -> None:
-    from routebr_kit.notebook.metaroute_source import resolve_metaroute
+    from routebr_kit.metaroute.source import resolve_metaroute
 
     out = executed("08_metaroute_bench", variant)
     summary = _table(out, "table2_summary").set_index("policy")
@@ -466,10 +463,10 @@ def test_metaroute_facts_match_the_tables(variant) -> None:
             expected[key] = int(row.value)
     significant = slices[(slices["slice"] == "difficulty") & (slices["significant"].astype(str) == "True")]
     for name, sign in (("ahead_levels", 1), ("behind_levels", -1)):
-        chosen = [int(v) for v, d in zip(significant["value"], significant["difference_points"]) if d * sign > 0]
-        if chosen:
-            expected[name] = chosen
-    expected["slice_seeds"] = int(slices["seeds"].iloc[0])
+        chosen = [str(v) for v, d in zip(significant["value"], significant["difference_points"]) if d * sign > 0]
+        expected[name] = ", ".join(chosen)
+    expected |= {"slice_seeds": int(slices["seeds"].iloc[0]),
+                 "seeds": _parameters("08_metaroute_bench", variant)["seeds"]}
     assert set(slices["seeds"]) == {_parameters("08_metaroute_bench", variant)["seeds"]}
     failures = _table(out, "failure_taxonomy")
     share = failures[failures["label"] != "task_failure"].groupby("policy")[["successful", "traces"]].sum()
@@ -481,10 +478,19 @@ def test_metaroute_facts_match_the_tables(variant) -> None:
         expected["published_adaptive_success"] = float(row["success_rate"])
     _facts(_conclusion(out)["values"], expected)
     explorer = _table(out, "explorer_defaults")
-    agreement = json.loads((out / "tables" / "explorer_agreement.json").read_text(encoding="utf-8"))["values"]
-    _facts(agreement, {"explorer_top_success": float(explorer["success_rate"].iloc[0]),
-                       "headline_top_success": float(summary["success_rate"].iloc[0]),
-                       "seeds": _parameters("08_metaroute_bench", variant)["seeds"]})
+    agreement = _conclusion(out, "explorer_agreement", "agreement")
+    assert not _stated(agreement), "numbers typed into the explorer's template"
+    expected = {"explorer_top_success": float(explorer["success_rate"].iloc[0]),
+                "headline_top_success": float(summary["success_rate"].iloc[0]),
+                "seeds": _parameters("08_metaroute_bench", variant)["seeds"],
+                "explorer_seeds": _parameters("08_metaroute_bench", variant)["seeds"]}
+    if agreement["values"]["other_mode"]:  # two executor modes: the largest success gap between the two tables
+        gaps = (explorer.set_index("policy")["success_rate"] - summary["success_rate"]).abs()
+        worst = agreement["values"]["largest_gap_policy"]
+        assert gaps.idxmax() == worst
+        expected |= {"largest_gap_pts": 100 * gaps[worst],
+                     "largest_gap_ci_pts": 100 * summary.loc[worst, "success_ci95"]}
+    _facts(agreement["values"], expected)
 
 
 @pytest.mark.parametrize("variant", variant_names("11_adversarial"))

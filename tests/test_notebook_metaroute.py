@@ -69,6 +69,13 @@ def _outputs(out_dir: Path) -> str:
                      for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", []))
 
 
+def _rendered(out_dir: Path, variable: str) -> str:
+    """The Markdown the notebook's ``%%conclusion <variable>`` cell displayed."""
+    nb = json.loads((out_dir / "executed.ipynb").read_text(encoding="utf-8"))
+    cell = next(c for c in nb["cells"] if "".join(c["source"]).startswith(f"%%conclusion {variable}\n"))
+    return "".join("".join(o["data"]["text/markdown"]) for o in cell["outputs"] if "text/markdown" in o.get("data", {}))
+
+
 def test_the_published_outputs_are_found_through_the_routebr_variable(runs) -> None:
     text = _outputs(runs[30])
     assert f"beside the RouteBR artifact `{runs['metaroute']}`" in text
@@ -78,14 +85,15 @@ def test_the_published_outputs_are_found_through_the_routebr_variable(runs) -> N
 @pytest.mark.parametrize("seeds", SEEDS)
 def test_the_explorer_opens_at_the_headline_seeds(runs, seeds) -> None:
     out = runs[seeds]
-    agreement = _json(out, "explorer_agreement")
+    agreement = _json(out, "explorer_agreement")  # the facts of the %%conclusion agreement cell
     explorer, headline = _table(out, "explorer_defaults"), _table(out, "table2_summary")
-    assert agreement["values"]["seeds"] == seeds and "explorer_seeds" not in agreement["values"]
+    assert agreement["seeds"] == agreement["explorer_seeds"] == seeds and agreement["same_seeds"]
     assert f"fast mode, {seeds} seeds" in _outputs(out)
-    assert agreement["values"]["explorer_top_success"] == pytest.approx(explorer["success_rate"].iloc[0], abs=1e-4)
-    assert agreement["values"]["headline_top_success"] == pytest.approx(headline["success_rate"].iloc[0], abs=1e-4)
+    assert agreement["explorer_top_success"] == pytest.approx(explorer["success_rate"].iloc[0], abs=1e-4)
+    assert agreement["headline_top_success"] == pytest.approx(headline["success_rate"].iloc[0], abs=1e-4)
     same = explorer["policy"].iloc[0] == headline["policy"].iloc[0]
-    text = agreement["markdown"]
+    text = _rendered(out, "agreement")
+    assert f"with the headline's {seeds} seeds" in text
     assert (f"ranks *{headline['policy'].iloc[0]}* first too" in text) is same
     assert ("the two disagree" in text) is (not same)
 
@@ -95,4 +103,4 @@ def test_the_headline_and_the_explorer_agree_in_the_published_setup(runs) -> Non
     out = runs[30]
     assert _table(out, "explorer_defaults")["policy"].iloc[0] == _table(out, "table2_summary")["policy"].iloc[0]
     conclusion = _json(out, "conclusions")
-    assert conclusion["values"]["margin_pts"] > 0  # the closing section reports adaptive ahead, as the explorer shows
+    assert conclusion["margin_pts"] > 0  # the closing section reports adaptive ahead, as the explorer shows

@@ -9,12 +9,11 @@ from hypothesis import strategies as st
 import routebr_kit as rk
 from routebr_kit.core.errors import DataError, ErrorCode
 from routebr_kit.metaroute import MetaRouteConfig, Mode, run_benchmark
-from routebr_kit.metaroute.analysis import failure_breakdown, slice_comparisons, summary_frame
+from routebr_kit.metaroute.analysis import ranking_agreement, summary_frame
 from routebr_kit.notebook.widgets import (
     Figure1Explorer,
     MetaRouteExplorer,
     decision_paths_figure,
-    metaroute_conclusion,
     parse_topk,
     policy_outcomes_figure,
 )
@@ -214,18 +213,17 @@ def test_metaroute_explorer_rejects_bad_arguments():
     assert exc.value.code is ErrorCode.WRONG_TYPE
 
 
-def test_policy_outcomes_figure_and_conclusion():
+def test_policy_outcomes_figure_and_ranking_agreement():
     run = run_benchmark(3, mode=Mode.FAST)
     fig = policy_outcomes_figure(run.evaluation)
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert labels == list(summary_frame(run.evaluation)["policy"])  # utility order, best on top
-    c = metaroute_conclusion(run, slice_comparisons(run.traces), failure_breakdown(run.traces), match=None)
-    adaptive = run.evaluation.summary("adaptive")
-    assert c.values["adaptive_success"] == round(adaptive.success_rate, 4)
-    assert all(text in c.markdown for text in c.texts.values())
-    assert "Published" not in c.markdown and "byte-for-byte" not in c.markdown
-    published = summary_frame(run.evaluation)
-    labelled = metaroute_conclusion(run, slice_comparisons(run.traces), failure_breakdown(run.traces),
-                                    match={"summary.csv": False}, published=published)
-    assert "differ from the published ones: summary.csv" in labelled.markdown
-    assert "Published (MetaRoute artifact" in labelled.markdown
+    same = ranking_agreement(run.evaluation, run.evaluation)  # notebook 08's explorer against the headline
+    assert same["same_top"] and same["largest_gap"] == 0 and same["gap_within"]
+    assert same["top_success"] == run.evaluation.summaries[0].success_rate
+    exact = run_benchmark(3, mode=Mode.EXACT)
+    other = ranking_agreement(run.evaluation, exact.evaluation)
+    gaps = {s.policy: abs(s.success_rate - exact.evaluation.summary(s.policy).success_rate)
+            for s in run.evaluation.summaries}
+    assert other["largest_gap"] == max(gaps.values()) and gaps[other["largest_gap_policy"]] == other["largest_gap"]
+    assert other["gap_within"] == (other["largest_gap"] <= other["largest_gap_ci95"])

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 from ..core.controller import Controller, Decision
 from ..core.records import NONE, Boundary, ReasonCode
+from ..evaluation.forbidden import dispatches
+from ..evaluation.metrics import Cases, index_cases
+from ..evaluation.stats import McNemar, mcnemar
 from ..runs.replay import replay_rows
 from ..store.assets import Assets
 from ..store.cases import Case
@@ -95,3 +98,24 @@ def prevented_promotions(assets: Assets, rows: Sequence[PredictionRow], cases: M
     decisions = replay_decisions(controller, rows, cases, receipts)
     found = (promote_lower_ranked(controller, d, cases[d.request_id]) for d in decisions)
     return [p for p in found if p is not None]
+
+
+def boundary_mcnemar(baseline: Sequence[PredictionRow], variant: Sequence[PredictionRow], cases: Cases, *,
+                     blocked_gold: bool) -> McNemar:
+    """Exact McNemar test of two variants' rows on the same cases (``a``: ``baseline``, ``b``: ``variant``).
+
+    A case counts as *correct* when it has no false dispatch (``blocked_gold``: its gold path is a terminal and the
+    row dispatched) — or, with ``blocked_gold=False``, no false block (its gold path dispatches and the row ended
+    on a terminal).  So ``a_only_correct`` counts the cases with the error under ``variant`` only."""
+    gold = {case_id: case.gold.final_path for case_id, case in index_cases(cases).items()}
+
+    def correct(rows: Sequence[PredictionRow]) -> dict[str, bool]:
+        out = {}
+        for r in rows:
+            gold_dispatches, dispatched = dispatches(gold[r.case_id]), dispatches(r.pred_final_path)
+            error = (not gold_dispatches and dispatched) if blocked_gold else (gold_dispatches and not dispatched)
+            out[r.case_id] = not error
+        return out
+
+    return mcnemar(correct(baseline), correct(variant))
+

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -283,3 +284,44 @@ def paper_tables(artifact: Artifact | str, source: LedgerOrigin = LedgerOrigin.P
     artifact = artifact if isinstance(artifact, Artifact) else Artifact(artifact)
     runs = paper_runs(artifact_ledgers(artifact, source, report))
     return build_tables(runs, artifact.cases(SELECT), artifact.cases(CONFIRM), source)
+
+
+def _shown(output: Any) -> str:
+    """A recorded model output as one line of code (receipts hold JSON text, ledgers parsed objects)."""
+    text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, sort_keys=False)
+    return "`" + " ".join(str(text).split()).replace("`", "'") + "`"
+
+
+def _errors(errors: Sequence[Any]) -> str:
+    return "; ".join(f"`{e.code.value}` on `{e.field}`" + (f" (got `{e.got}`)" if e.got else "") for e in errors)
+
+
+def replay_story(decision: Decision | None, *, gold_path: str | None = None) -> dict[str, Any]:
+    """What the replay of one case did, as the facts of a notebook's story: its final path and reason, and for a
+    fail-closed decision the backend failure, the first reply and the contract's errors, whether the one
+    format-only repair was attempted, what it returned and whether it was rejected again, and the terminal.
+
+    ``found`` is False without a decision (every other fact is then empty).  Replies and errors are ready-made
+    Markdown code spans; the words are the notebook's template."""
+    log = decision.log if decision is not None else None
+    first = decision.first_output if decision is not None else None
+    return {
+        "found": decision is not None,
+        "case": decision.request_id if decision is not None else "",
+        "final_path": decision.final_path if decision is not None else "",
+        "reason": decision.reason.value if decision is not None else "",
+        "fail_closed": decision is not None and decision.reason.fail_closed,
+        "terminal": decision.terminal.value if decision is not None else "",
+        "has_gold": bool(gold_path), "gold_path": gold_path or "",
+        "backend_failed": log is not None and log.failure is not None,
+        "backend_failure": str(log.failure) if log is not None and log.failure is not None else "",
+        "has_first": first is not None, "first_output": _shown(first) if first is not None else "",
+        "first_rejected": log is not None and bool(log.first_errors),
+        "first_errors": _errors(log.first_errors) if log is not None else "",
+        "has_log": log is not None, "repair_attempted": log is not None and log.repair_attempted,
+        "repair_output": _shown(log.repair_output) if log is not None and log.repair_attempted else "",
+        "repair_same": log is not None and log.repair_attempted and log.repair_output == first,
+        "repair_rejected": log is not None and bool(log.repair_errors),
+        "repair_errors": _errors(log.repair_errors) if log is not None else "",
+    }
+

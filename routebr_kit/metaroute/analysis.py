@@ -149,3 +149,17 @@ def seeds_for_power(difference: float, per_seed_sd: float, *, power: float = 0.8
     """Seeds that test needs to detect ``difference`` with the given power (normal approximation)."""
     z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
     return math.ceil((z * per_seed_sd / difference) ** 2)
+
+
+def ranking_agreement(other: Evaluation, headline: Evaluation) -> dict[str, object]:
+    """Two evaluations of the same policies side by side (the explorer's run and the headline run): each one's top
+    policy by utility and its success, whether they agree, and the policy whose success differs most between the two,
+    with that difference and the headline's seed-level interval for the policy (rates, not points)."""
+    mine, theirs = other.summaries, {s.policy: s for s in headline.summaries}
+    gaps = {s.policy: abs(s.success_rate - theirs[s.policy].success_rate) for s in mine if s.policy in theirs}
+    worst = max(gaps, key=gaps.get)
+    return {"top": mine[0].policy, "top_success": mine[0].success_rate,
+            "headline_top": headline.summaries[0].policy, "headline_top_success": headline.summaries[0].success_rate,
+            "same_top": mine[0].policy == headline.summaries[0].policy, "largest_gap_policy": worst,
+            "largest_gap": gaps[worst], "largest_gap_ci95": theirs[worst].success_ci95,
+            "gap_within": gaps[worst] <= theirs[worst].success_ci95}

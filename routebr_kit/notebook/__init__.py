@@ -1,5 +1,5 @@
-"""Notebook plumbing: the papermill pipeline, the outputs folder, display helpers and widgets, and the closing
-sections' conclusions (:mod:`.conclusions`).  A notebook's domain helpers live in their domain package (notebook
+"""Notebook plumbing: the papermill pipeline, the outputs folder, display helpers (the ``%%conclusion``
+renderer) and widgets.  Each notebook states its own conclusion as a template.  A notebook's domain helpers live in their domain package (notebook
 10's review source in :mod:`routebr_kit.review`, notebook 11's suite runs in :mod:`routebr_kit.adversarial`).
 
 The public API is :data:`__all__`; each name loads its module on first use (``from routebr_kit.notebook import X``
@@ -12,31 +12,12 @@ from .. import lazy_exports
 
 #: Every public name → the module of this package that defines it.
 _EXPORTS: dict[str, str] = {
-    "Conclusion": "conclusions",
-    "Facts": "conclusions",
-    "ablations": "conclusions",
-    "explorer_agreement": "conclusions",
-    "explorer_summary": "conclusions",
-    "failure_story": "conclusions",
-    "metaroute_ablations": "conclusions",
-    "metaroute_conclusion": "conclusions",
-    "metaroute_robustness": "conclusions",
-    "paper_replay": "conclusions",
     "ConclusionError": "display",
     "decisions_table": "display",
     "render_conclusion": "display",
     "outcome_figure": "display",
     "setup": "display",
     "trace_table": "display",
-    "KIT_PHASE": "kit_replay",
-    "KitReplay": "kit_replay",
-    "compare_task": "kit_replay",
-    "kit_replay_report": "kit_replay",
-    "METAROUTE_ENV": "metaroute_source",
-    "MetaRouteSource": "metaroute_source",
-    "is_metaroute_artifact": "metaroute_source",
-    "metaroute_candidates": "metaroute_source",
-    "resolve_metaroute": "metaroute_source",
     "Outputs": "outputs",
     "Saved": "outputs",
     "figure_anatomy": "outputs",

@@ -15,8 +15,8 @@ Both keep their result on the kernel side (``explorer.decision`` / ``explorer.ru
 HTML widgets), so tests set widget values in Python and assert what was redrawn; the browser test reads the same
 state from the page (stable CSS classes: ``routebr-state-<predicate>``, ``routebr-terminal``,
 ``metaroute-<key>``).  A bad input (an unparsable topk, an invalid configuration) is shown as its typed error,
-never as a traceback.  The figure functions live here as well; the closing conclusions of 00 and 08 (and
-the explorer's summary line) are rendered by :mod:`routebr_kit.notebook.conclusions`.
+never as a traceback.  The figure functions live here as well; the closing conclusions of 00 and 08 are
+``%%conclusion`` templates in the notebooks themselves.
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ from ..review.gate import DEFAULT_GATE, Gate
 from ..review.ledgers import LedgerSet
 from ..review.release import Review, release_review
 from ..store.files import parse_json
-from .conclusions import explorer_summary, metaroute_conclusion  # rendered there
 
 #: Colour-blind-safe palette of every figure drawn here.
 PALETTE = "colorblind"
@@ -377,8 +376,13 @@ class MetaRouteExplorer:
                                                    "mean_latency_s", "utility"]]
 
     def summary(self) -> str:
-        """One static line for papermill / nbval."""
-        return explorer_summary(self.run, self.error)
+        """One static line for papermill / nbval: mode, seeds, the best policy by utility (or why nothing ran)."""
+        if self.run is None:
+            return f"not run: {self.error}"
+        top = self.run.evaluation.summaries[0]
+        return (f"{self.run.mode.value} mode, {len(self.run.traces.seeds)} seeds, {len(self.run.evaluation.summaries)} "
+                f"policies; best utility: {top.policy} (success {top.success_rate:.3f}, cost {top.mean_cost:.2f}, "
+                f"latency {top.mean_latency_s:.1f} s)")
 
     @property
     def widget(self) -> widgets.Widget:
@@ -481,9 +485,6 @@ class RuleEditor:
         return outcome
 
 
-__all__ = ["EXECUTOR_SLIDERS", "PALETTE", "REVIEW_CSS", "Figure1Explorer", "MetaRouteExplorer",
-           "RuleEditor", "decision_paths_figure",
-           "metaroute_conclusion", "parse_topk", "policy_outcomes_figure", "review_html"]
 # ------------------------------------------------------------------------------------------ session explorer
 
 
@@ -600,5 +601,5 @@ class SessionExplorer:
         return box
 
 
-__all__ = ["EXECUTOR_SLIDERS", "PALETTE", "Figure1Explorer", "MetaRouteExplorer", "SessionExplorer",
-           "decision_paths_figure", "metaroute_conclusion", "parse_topk", "policy_outcomes_figure"]
+__all__ = ["EXECUTOR_SLIDERS", "PALETTE", "REVIEW_CSS", "Figure1Explorer", "MetaRouteExplorer", "RuleEditor",
+           "SessionExplorer", "decision_paths_figure", "parse_topk", "policy_outcomes_figure", "review_html"]

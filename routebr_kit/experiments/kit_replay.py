@@ -1,4 +1,4 @@
-"""Notebook 07's fallback without the published artifact: replay a kit-generated run with the same machinery.
+"""Replay a kit-generated run with the artifact's machinery (notebook 07's fallback without the published artifact).
 
 :func:`kit_replay_report` runs one simulated profile (``sim:<profile>``) over the SELECT partition of the kit's
 generated benchmark through the runner — which writes ``predictions.csv`` and one receipt per case, exactly the
@@ -17,12 +17,12 @@ from pathlib import Path
 from ..core.controller import Decision
 from ..core.records import System
 from ..dataset import Partition, generate_benchmark
-from ..experiments.replication import COMPARED, Disagreement, ReplayReport, TaskReplay
-from ..experiments.screening import run_backend
 from ..runs.replay import replay_rows
 from ..store.artifact import ArtifactTask
 from ..store.cases import Case, Split
 from ..store.ledger import PredictionRow
+from .replication import COMPARED, Disagreement, ReplayReport, TaskReplay
+from .screening import run_backend
 
 KIT_PHASE = "kit"
 

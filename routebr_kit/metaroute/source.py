@@ -1,4 +1,4 @@
-"""Where notebook 09 finds the published MetaRoute-Bench outputs, and the banner that says so.
+"""Where the published MetaRoute-Bench outputs are found (notebooks 08 and 09), and the banner that says so.
 
 The search order mirrors the RouteBR artifact's: an explicit path, ``$METAROUTE_ARTIFACT``, the kit's
 ``artifacts/metaroute/`` folder, a ``metaroute_artifact`` folder beside the RouteBR artifact that was found, and
