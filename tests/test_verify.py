@@ -263,7 +263,7 @@ def test_cli_verify_yaml_assertions_and_bad_input(tmp_path, routebr_artifact, ca
     assert main(["verify", "--artifact", str(routebr_artifact), "--assert", str(tmp_path / "ok.yaml")]) == 0
     (tmp_path / "bad.json").write_text('[{"never": {"terminal": "DISPATCH"}, "never": {}}]', encoding="utf-8")
     assert main(["verify", "--artifact", str(routebr_artifact), "--assert", str(tmp_path / "bad.json")]) == 2
-    assert "INVALID_JSON" in capsys.readouterr().err
+    assert "DUPLICATE_ID" in capsys.readouterr().err  # a repeated key, refused by the one strict reader
 
 
 def test_cli_semantic_diff_exit_codes_and_recorded_coverage(tmp_path, routebr_artifact, capsys):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,13 @@ def print_table(rows: list[dict[str, Any]], columns: Sequence[str] | None = None
     for r in rows:
         print("  ".join(str(r.get(c, "")).rjust(widths[c]) if isinstance(r.get(c), (int, float))
                         else str(r.get(c, "")).ljust(widths[c]) for c in columns))
+
+
+def write_json(path: Path | None, doc: Any) -> None:
+    """``--json FILE``: the document as indented UTF-8 JSON (nothing when ``path`` is ``None``)."""
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
 
 
 def int_range(minimum: int, maximum: int | None = None) -> Callable[[str], int]:

@@ -8,12 +8,10 @@ base ledgers (:mod:`routebr_kit.review.calibration`, stratum re-run model, ``--c
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from ..core.errors import DataError, ErrorCode
-from .common import command, int_range, print_table
+from .common import command, int_range, print_table, write_json
 
 PASS, REGRESSION, NOT_COMPARABLE = 0, 1, 2
 
@@ -53,9 +51,6 @@ def diff(args: argparse.Namespace) -> int:
     from ..review.release import state_schema_file
 
     gate = Gate.from_arg(args.gate) if args.gate else None
-    if args.calibration_sims < 0:
-        raise DataError(ErrorCode.INVALID_VALUE, "--calibration-sims of at least 0", got=args.calibration_sims,
-                        field="--calibration-sims")
     cache: dict = {}  # both sides usually name the same cases files: parse them once
     base = load_ledgers(args.base, cases=args.cases, cache=cache)
     candidate = load_ledgers(args.candidate, cases=args.cases, cache=cache)
@@ -109,8 +104,7 @@ def diff(args: argparse.Namespace) -> int:
             doc["floor"] = floor.as_dict()
         if calibration is not None:
             doc["gate"]["calibration"] = calibration.as_dict()
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_json(args.json, doc)
     if args.md:
         args.md.parent.mkdir(parents=True, exist_ok=True)
         args.md.write_text(markdown(report, lines), encoding="utf-8")

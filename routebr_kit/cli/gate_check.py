@@ -11,13 +11,12 @@ task's gold stratum, ``repeats`` a case's own repeats, ``simulated`` seeded ``si
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from ..core.errors import DataError, ErrorCode
 from ..review.gate import DEFAULT_GATE, Gate
 from ..review.ledgers import load_ledgers, load_many
-from .common import command, int_range, print_table
+from .common import command, int_range, print_table, write_json
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -89,9 +88,7 @@ def gate_check(args: argparse.Namespace) -> int:
           f"answer with the probability that drops expected path exact by {effect:g}pp (a misroute on the same side "
           f"of the dispatch boundary).")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        doc = {"gate": str(gate), "source": str(args.artifact or [str(p) for p in args.ledger]),
-               "tasks": sorted(ledgers.tasks), "calibrations": [r.as_dict() for r in results]}
-        args.json.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_json(args.json, {"gate": str(gate), "source": str(args.artifact or [str(p) for p in args.ledger]),
+                               "tasks": sorted(ledgers.tasks), "calibrations": [r.as_dict() for r in results]})
         print(f"wrote {args.json}")
     return 0

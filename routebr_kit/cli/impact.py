@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from .common import command
+from .common import command, write_json
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -44,7 +43,5 @@ def impact_cmd(args: argparse.Namespace) -> int:
     report = impact(edit, ledgers, options)
     for line in [*edit_lines(edit), *impact_lines(report, ledgers=ledgers is not None)]:
         print(line)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report.as_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_json(args.json, report.as_dict())
     return 0

@@ -9,13 +9,12 @@ Exit status: 0 the gate passed, 1 the gate failed (a regression), 2 bad input (o
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 from pathlib import Path
 
 from ..core.errors import DataError, ErrorCode
 from ..review import DEFAULT_GATE, load_review_source, markdown, release_review, write_shadow
-from .common import command, int_range
+from .common import command, int_range, write_json
 
 PASS, REGRESSION = 0, 1
 
@@ -62,8 +61,7 @@ def review(args: argparse.Namespace) -> int:
     for line in result.lines(show=args.show):
         print(line)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result.as_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_json(args.json, result.as_dict())
         print(f"wrote {args.json}")
     if args.md:
         args.md.parent.mkdir(parents=True, exist_ok=True)

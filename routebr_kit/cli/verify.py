@@ -15,14 +15,13 @@ Exit 2 on bad input.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from ..core.controller import ControllerOptions
 from ..core.errors import DataError, ErrorCode
 from ..store.assets import Assets, load_assets, load_state_schema
-from .common import command, int_range
+from .common import command, int_range, write_json
 
 PASS, FAIL = 0, 1
 
@@ -94,12 +93,6 @@ def _observations(args: argparse.Namespace) -> tuple:
     return ()
 
 
-def _write(path: Path | None, doc: dict[str, Any]) -> None:
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-
-
 def _options(args: argparse.Namespace) -> ControllerOptions:
     from ..review.shadow import parse_options
 
@@ -122,7 +115,7 @@ def verify(args: argparse.Namespace) -> int:
     report = verify_release(assets.catalog, assets.policy, assets.registry, options=_options(args), properties=props,
                             state_schema=schema, redundancy=not args.no_redundancy)
     print("\n".join(report.lines()))
-    _write(args.json, report.as_dict())
+    write_json(args.json, report.as_dict())
     return PASS if report.passed else FAIL
 
 
@@ -141,7 +134,7 @@ def _diff(args: argparse.Namespace) -> int:
     if unknown:
         raise DataError(ErrorCode.UNKNOWN_ACTION, "catalog actions", got=unknown, field="allow-widening")
     print("\n".join(diff.lines(args.allow_widening, args.show)))
-    _write(args.json, diff.as_dict(args.allow_widening))
+    write_json(args.json, diff.as_dict(args.allow_widening))
     return diff.exit_status(args.allow_widening)
 
 
@@ -153,13 +146,10 @@ def _coverage(args: argparse.Namespace) -> int:
     if not observations:
         raise DataError(ErrorCode.EMPTY_VALUE, "recorded traffic: --artifact DIR or --ledger RUN ... --cases FILE",
                         field="coverage")
-    if args.catalog or args.rules or args.assets:
-        assets, _ = _single_assets(args)
-    elif args.artifact:
+    if args.catalog or args.rules or args.assets or args.artifact:
         assets, _ = _single_assets(args)
     else:
-        base = AssetFiles.from_dir(args.cases.parent)
-        assets = base.load()
+        assets = AssetFiles.from_dir(args.cases.parent).load()
     report = coverage(assets.catalog, assets.policy, observations, assets.registry, options=_options(args))
     lines = report.lines()
     doc = report.as_dict()
@@ -170,7 +160,7 @@ def _coverage(args: argparse.Namespace) -> int:
         doc["gate"] = {"criterion": args.gate, "passed": passed}
         status = PASS if passed else FAIL
     print("\n".join(lines))
-    _write(args.json, doc)
+    write_json(args.json, doc)
     return status
 
 
@@ -186,7 +176,7 @@ def _horizon(args: argparse.Namespace) -> int:
         for direction in ("narrowing", "widening"):
             for action, w in getattr(diff, direction).items():
                 print(f"  {direction} {action} ({'confirmed' if w.confirmed else 'NOT confirmed'}): {w.detail}")
-        _write(args.json, diff.as_dict())
+        write_json(args.json, diff.as_dict())
         return PASS if not diff.widening else FAIL
     if args.assertions is None:
         raise DataError(ErrorCode.INVALID_VALUE, "--assert FILE (session assertions) with --horizon",
@@ -194,5 +184,5 @@ def _horizon(args: argparse.Namespace) -> int:
     report = verify_horizon(assets.catalog, assets.policy, load_assertions(args.assertions, assets.catalog),
                             args.horizon)
     print(format_report(report))
-    _write(args.json, report.as_dict())
+    write_json(args.json, report.as_dict())
     return PASS if report.ok else FAIL

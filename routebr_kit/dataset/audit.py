@@ -30,7 +30,6 @@ be disjoint and their rows identical to the full file's rows.
 
 from __future__ import annotations
 
-import enum
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -59,6 +58,7 @@ from .composition import (
     UNRESOLVABLE,
     Partition,
 )
+from .findings import AuditCode, AuditReport, AuditSet, AuditStats, CheckClass, FileKind, Finding, Severity
 from .labels import gold_label
 from .language import CueFamily
 from .references import code_of, mentioned, mentioned_in_any, normalise, overlapping_names
@@ -69,187 +69,7 @@ REGISTRY_SIZE = 40
 _PUBLISHED_ID = re.compile(r"(SSE|SZSE):\d{6}")
 _PUBLISHED_CODE = re.compile(r"\d{6}")
 _KIT_ID = re.compile(r"[A-Z]+:[0-9A-Z.]+")
-
-
-class Severity(str, enum.Enum):
-    ERROR = "ERROR"
-    WARNING = "WARNING"
-
-
-class CheckClass(str, enum.Enum):
-    PUBLISHED = "PUBLISHED"  # a check of the published validator
-    KIT = "KIT"  # a check the published validator misses
-
-
-class FileKind(str, enum.Enum):
-    FULL = "FULL"
-    SELECT = "SELECT"
-    CONFIRM = "CONFIRM"
-    SUBSET = "SUBSET"
-
-
-class AuditCode(str, enum.Enum):
-    """Finding codes, published checks first (in the validator's order)."""
-
-    CATALOG_ONTOLOGY = "CATALOG_ONTOLOGY"
-    REGISTRY_SIZE = "REGISTRY_SIZE"
-    REGISTRY_ID_FORMAT = "REGISTRY_ID_FORMAT"
-    REGISTRY_CODE_FORMAT = "REGISTRY_CODE_FORMAT"
-    EMPTY_REQUIRED = "EMPTY_REQUIRED"
-    DUPLICATE_CASE_ID = "DUPLICATE_CASE_ID"
-    UNKNOWN_SPLIT = "UNKNOWN_SPLIT"
-    UNKNOWN_ACTION = "UNKNOWN_ACTION"
-    UNKNOWN_BOUNDARY = "UNKNOWN_BOUNDARY"
-    UNKNOWN_DIFFICULTY = "UNKNOWN_DIFFICULTY"
-    INVALID_JSON = "INVALID_JSON"
-    UNKNOWN_RULE_ID = "UNKNOWN_RULE_ID"
-    CANDIDATE_NOT_REGISTERED = "CANDIDATE_NOT_REGISTERED"
-    GOLD_OBJECT_NOT_REGISTERED = "GOLD_OBJECT_NOT_REGISTERED"
-    ANAPHORA_WITHOUT_HISTORY = "ANAPHORA_WITHOUT_HISTORY"
-    CODE_ONLY_WITHOUT_CODE = "CODE_ONLY_WITHOUT_CODE"
-    DUPLICATE_REQUEST = "DUPLICATE_REQUEST"
-    FLIP_WITHOUT_PAIR_ID = "FLIP_WITHOUT_PAIR_ID"
-    SPLIT_COUNT = "SPLIT_COUNT"
-    CROSS_SPLIT_DUPLICATE = "CROSS_SPLIT_DUPLICATE"
-    FLIP_PAIR_SIZE = "FLIP_PAIR_SIZE"
-    FLIP_REQUEST_MISMATCH = "FLIP_REQUEST_MISMATCH"
-    FLIP_STATE_IDENTICAL = "FLIP_STATE_IDENTICAL"
-    FLIP_BOUNDARY_SET = "FLIP_BOUNDARY_SET"
-    # ---- kit checks
-    REGISTRY_FIELD = "REGISTRY_FIELD"
-    REGISTRY_NAME_OVERLAP = "REGISTRY_NAME_OVERLAP"
-    CASES_UNLOADABLE = "CASES_UNLOADABLE"
-    STATE_SCHEMA = "STATE_SCHEMA"  # the runtime state breaks the runtime-state schema (the controller fails closed)
-    GOLD_OBJECT_DIFFICULTY = "GOLD_OBJECT_DIFFICULTY"
-    GOLD_OBJECT_NOT_CANDIDATE = "GOLD_OBJECT_NOT_CANDIDATE"
-    GOLD_OBJECT_TYPE = "GOLD_OBJECT_TYPE"
-    GOLD_PATH_MISMATCH = "GOLD_PATH_MISMATCH"
-    GOLD_BOUNDARY_MISMATCH = "GOLD_BOUNDARY_MISMATCH"
-    GOLD_RULE_MISMATCH = "GOLD_RULE_MISMATCH"
-    SCENARIO_CELL_MISMATCH = "SCENARIO_CELL_MISMATCH"
-    CANDIDATE_REGISTRY_MISMATCH = "CANDIDATE_REGISTRY_MISMATCH"
-    REFERENCE_MISMATCH = "REFERENCE_MISMATCH"
-    CUE_FAMILY_UNKNOWN = "CUE_FAMILY_UNKNOWN"
-    CUE_EVIDENCE_NOT_FOUND = "CUE_EVIDENCE_NOT_FOUND"
-    FLIP_CANDIDATES_MISMATCH = "FLIP_CANDIDATES_MISMATCH"
-    FLIP_PREDICATE_COUNT = "FLIP_PREDICATE_COUNT"
-    COMPOSITION_COUNT = "COMPOSITION_COUNT"
-    SUBSET_OVERLAP = "SUBSET_OVERLAP"
-    SUBSET_ROW_MISMATCH = "SUBSET_ROW_MISMATCH"
-
-    @property
-    def check_class(self) -> CheckClass:
-        return CheckClass.PUBLISHED if _ORDER.index(self) <= _ORDER.index(AuditCode.FLIP_BOUNDARY_SET) \
-            else CheckClass.KIT
-
-    @property
-    def severity(self) -> Severity:
-        return Severity.WARNING if self in _WARNINGS else Severity.ERROR
-
-
-_ORDER = list(AuditCode)
-_WARNINGS = frozenset({AuditCode.CUE_EVIDENCE_NOT_FOUND, AuditCode.REGISTRY_NAME_OVERLAP})
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One problem: its code, what it concerns (case ID, pair, registry object or file) and a short detail."""
-
-    code: AuditCode
-    subject: str
-    detail: str
-    line: int | None = None
-
-    @property
-    def severity(self) -> Severity:
-        return self.code.severity
-
-    @property
-    def check_class(self) -> CheckClass:
-        return self.code.check_class
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"severity": self.severity.value, "class": self.check_class.value, "code": self.code.value,
-                "subject": self.subject, "line": self.line, "detail": self.detail}
-
-    def __str__(self) -> str:
-        where = f"{self.subject} (line {self.line})" if self.line else self.subject
-        return f"{self.severity.value} {self.check_class.value} {self.code.value} {where}: {self.detail}"
-
-
-@dataclass(frozen=True)
-class AuditStats:
-    """Partition statistics of the audited file."""
-
-    rows: int
-    splits: Mapping[str, int]
-    actions: Mapping[str, int]
-    boundaries: Mapping[str, int]
-    difficulties: Mapping[str, int]
-    cue_cells: Mapping[str, int]
-    dispatchable: Mapping[str, int]  # per split, from the gold final path
-    priority_decided: Mapping[str, int]  # per split: more than one non-default rule matches
-    object_gate: Mapping[str, int]  # per split: gold CLARIFY from the object gate (rule ALLOW)
-    unresolvable: int
-    unresolvable_coupled: int  # ... whose state says entity_resolved=false (spec §9 item 10)
-
-    def split_rows(self) -> list[dict[str, Any]]:
-        """One row per split (and a total): cases, dispatchable, bounded, priority-decided, object-gate."""
-        rows = []
-        for split in [*(s.value for s in Split if s.value in self.splits), "ALL"]:
-            n = self.rows if split == "ALL" else self.splits[split]
-            pick = (lambda m: sum(m.values())) if split == "ALL" else (lambda m, s=split: m.get(s, 0))
-            rows.append({"split": split, "cases": n, "dispatchable": pick(self.dispatchable),
-                         "bounded": n - pick(self.dispatchable), "priority_decided": pick(self.priority_decided),
-                         "object_gate": pick(self.object_gate)})
-        return rows
-
-
-@dataclass(frozen=True)
-class AuditReport:
-    """The typed result of auditing one cases file."""
-
-    path: str
-    kind: FileKind
-    findings: tuple[Finding, ...]
-    stats: AuditStats
-    hashes: Mapping[str, str]  # input name -> SHA-256
-
-    @property
-    def errors(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if f.severity is Severity.ERROR)
-
-    @property
-    def warnings(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if f.severity is Severity.WARNING)
-
-    @property
-    def ok(self) -> bool:
-        """No errors of either class (warnings allowed)."""
-        return not self.errors
-
-    @property
-    def published_ok(self) -> bool:
-        """The published validator's checks all pass."""
-        return not any(f.check_class is CheckClass.PUBLISHED for f in self.errors)
-
-    def codes(self) -> dict[AuditCode, int]:
-        return dict(Counter(f.code for f in self.findings))
-
-    def subjects(self, code: AuditCode) -> tuple[str, ...]:
-        return tuple(f.subject for f in self.findings if f.code is code)
-
-
-@dataclass(frozen=True)
-class AuditSet:
-    """Several files audited together, plus the findings that relate them."""
-
-    reports: tuple[AuditReport, ...]
-    cross: tuple[Finding, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        return all(r.ok for r in self.reports) and not any(f.severity is Severity.ERROR for f in self.cross)
+_MISSING = object()
 
 
 # --------------------------------------------------------------------------------------------- entry points
@@ -383,11 +203,10 @@ class _Audit:
         action = raw["gold_action"].strip()
         if action not in ACTIONS or action not in self.catalog:
             self.add(AuditCode.UNKNOWN_ACTION, subject, f"gold_action {action!r}", line)
-        if raw["gold_boundary"].strip() not in Boundary.__members__:
-            self.add(AuditCode.UNKNOWN_BOUNDARY, subject, f"gold_boundary {raw['gold_boundary']!r}", line)
-        if raw["gold_object_difficulty"].strip() not in ObjectDifficulty.__members__:
-            self.add(AuditCode.UNKNOWN_DIFFICULTY, subject,
-                     f"gold_object_difficulty {raw['gold_object_difficulty']!r}", line)
+        for name, values, code in (("gold_boundary", Boundary, AuditCode.UNKNOWN_BOUNDARY),
+                                   ("gold_object_difficulty", ObjectDifficulty, AuditCode.UNKNOWN_DIFFICULTY)):
+            if raw[name].strip() not in values.__members__:
+                self.add(code, subject, f"{name} {raw[name]!r}", line)
         parsed = {}
         for name in JSON_FIELDS:
             if text := raw[name].strip():
@@ -432,9 +251,9 @@ class _Audit:
         return FileKind.SUBSET
 
     def _split_counts(self, rows: list[_RawCase], kind: FileKind) -> None:
-        expected = _expected_splits(kind)
-        if expected is None:
+        if kind is FileKind.SUBSET:
             return
+        expected = SPLIT_SIZES if kind is FileKind.FULL else PARTITION_SIZES[Partition(kind.value)]
         got = Counter(r.split for r in rows)
         for split, n in expected.items():
             if got.get(split.value, 0) != n:
@@ -627,17 +446,6 @@ class _Audit:
                      f"priority-decided cases, expected at least {MIN_PRIORITY_DECIDED_CONFIRM}")
 
 
-_MISSING = object()
-
-
-def _expected_splits(kind: FileKind) -> Mapping[Split, int] | None:
-    if kind is FileKind.FULL:
-        return SPLIT_SIZES
-    if kind is FileKind.SUBSET:
-        return None
-    return PARTITION_SIZES[Partition(kind.value)]
-
-
 def _cross_findings(paths: Sequence[str | Path], reports: Sequence[AuditReport]) -> list[Finding]:
     """Subsets are disjoint and repeat the full file's rows verbatim."""
     tables = {str(p): {values["case_id"].strip(): values for _, values in read_csv(p, CASE_COLUMNS).rows}
@@ -657,3 +465,7 @@ def _cross_findings(paths: Sequence[str | Path], reports: Sequence[AuditReport])
                     findings.append(Finding(AuditCode.SUBSET_ROW_MISMATCH, case_id,
                                             f"{Path(subset).name} row differs from {Path(reference).name}"))
     return findings
+
+
+__all__ = ["AuditCode", "AuditReport", "AuditSet", "AuditStats", "CheckClass", "FileKind", "Finding", "Severity",
+           "audit_cases", "audit_files"]

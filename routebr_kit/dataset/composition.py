@@ -105,10 +105,8 @@ CLEAR_STATE: Mapping[str, Any] = MappingProxyType({
     "context_fresh": True, "safety_escalation_required": False, "request_supported": True,
     "request_scope_clear": True, "policy_version": "v1",
 })
-STATE_PREDICATES = tuple(k for k in CLEAR_STATE if k != "policy_version")
 
 UNRESOLVABLE = (ObjectDifficulty.CONFLICTING, ObjectDifficulty.UNDERSPECIFIED)
-RESOLVABLE = (ObjectDifficulty.EXPLICIT_NAME, ObjectDifficulty.CODE_ONLY, ObjectDifficulty.ANAPHORA)
 
 
 # --------------------------------------------------------------------------------------------- quota tables

@@ -84,11 +84,9 @@ class BenchmarkConfig:
         except ValueError:
             raise DataError(ErrorCode.UNKNOWN_ENUM, "one of " + ", ".join(lang.value for lang in Language),
                             got=self.language, field="language") from None
-        if type(self.decouple_entity_state) is not bool:
-            raise DataError(ErrorCode.WRONG_TYPE, "true or false", got=self.decouple_entity_state,
-                            field="decouple_entity_state")
-        if type(self.lexical_shift) is not bool:
-            raise DataError(ErrorCode.WRONG_TYPE, "true or false", got=self.lexical_shift, field="lexical_shift")
+        for name in ("decouple_entity_state", "lexical_shift"):
+            if type(getattr(self, name)) is not bool:
+                raise DataError(ErrorCode.WRONG_TYPE, "true or false", got=getattr(self, name), field=name)
         if self.data_dir is not None:
             object.__setattr__(self, "data_dir", Path(self.data_dir))
 
@@ -122,10 +120,7 @@ class Benchmark:
         return tuple(c for c in self.cases if self.partitions.get(c.case_id) is partition)
 
     def case(self, case_id: str) -> Case:
-        for case in self.cases:
-            if case.case_id == case_id:
-                return case
-        raise KeyError(case_id)
+        return {c.case_id: c for c in self.cases}[case_id]  # (case IDs are unique: KeyError for another)
 
     def rows(self) -> list[dict[str, Any]]:
         """One flat record per case (for tables): partition, cell fields, cue count, rule, text."""

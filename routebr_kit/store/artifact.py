@@ -81,7 +81,7 @@ class Artifact:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
-        if not (self.root / "data").is_dir() or not (self.root / "experiments" / "results").is_dir():
+        if not is_artifact_dir(self.root):
             raise DataError(ErrorCode.FILE_NOT_FOUND, "an artifact directory with data/ and experiments/results/",
                             file=str(self.root))
 
@@ -143,9 +143,9 @@ class Artifact:
     def task(self, phase: str, group: str, split: Split | str) -> ArtifactTask:
         split = split if isinstance(split, Split) else Split(str(split).upper())
         key = f"{phase}/{group}/{split.value.lower()}"
-        for t in self._tasks:
-            if t.key == key:
-                return t
+        found = [t for t in self._tasks if t.key == key]
+        if found:
+            return found[0]
         raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a published result folder", got=key, file=str(self.root))
 
     def predictions(self, task: ArtifactTask) -> tuple[PredictionRow, ...]:

@@ -23,7 +23,7 @@ import re
 import tempfile
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -125,10 +125,7 @@ def read_predictions(path: str | Path) -> tuple[PredictionRow, ...]:
     if table.rows and not _ends_with_newline(path):
         raise DataError(ErrorCode.ROW_SHAPE, "a complete last row (the file ends mid-row: a truncated ledger)",
                         file=table.path, line=table.rows[-1][0])
-    rows = []
-    for line, values in table.rows:
-        rows.append(_parse_row(table.path, line, values))
-    return tuple(rows)
+    return tuple(_parse_row(table.path, line, values) for line, values in table.rows)
 
 
 @dataclass(frozen=True)
@@ -143,8 +140,7 @@ class LedgerSample:
     valid_json: int  # rows with valid_json true, over every row
 
     def as_dict(self) -> dict[str, Any]:
-        return {"total": self.total, "kept": self.kept, "every": self.every, "cap": self.cap,
-                "final_paths": dict(self.final_paths), "valid_json": self.valid_json}
+        return {**asdict(self), "final_paths": dict(self.final_paths)}
 
 
 def count_lines(path: str | Path) -> int:

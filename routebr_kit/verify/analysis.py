@@ -246,15 +246,8 @@ def object_groups(catalog: Catalog, action: str, classes: Sequence[ObjectClass])
 def kinds_of(catalog: Catalog, action: str, classes: Sequence[ObjectClass]) -> list[tuple[ObjectKind, ObjectClass]]:
     """Every object class with its kind for this action (all types, not one representative)."""
     entry = catalog[action]
-    out = []
-    for c in classes:
-        if not c.is_candidate:
-            out.append((ObjectKind(c.key), c))
-        elif entry.requires_object and entry.permits(c.key):
-            out.append((ObjectKind.CANDIDATE, c))
-        else:
-            out.append((ObjectKind.OTHER_TYPE, c))
-    return out
+    return [(ObjectKind(c.key) if not c.is_candidate else ObjectKind.CANDIDATE
+             if entry.requires_object and entry.permits(c.key) else ObjectKind.OTHER_TYPE, c) for c in classes]
 
 
 def _states_total(release: Release) -> int | None:
@@ -282,10 +275,8 @@ def verify_release(catalog: Catalog, policy: PolicyEngine, registry: Registry | 
     release = Release("release", catalog, policy, space, manager, options=options, registry=registry)
     classes = object_classes([catalog], [registry])
     weights = release.admitted_weights()
-    actions = []
     wins: dict[tuple[str, str], int | None] = {}
-    for action in catalog.ids:
-        actions.append(_action_report(release, action, classes, weights, wins))
+    actions = [_action_report(release, action, classes, weights, wins) for action in catalog.ids]
     rules = _rule_findings(release, wins, state_schema, redundancy)
     regions_total = sum(len(manager.leaves(release.diagrams[a])) for a in catalog.ids)
     nodes = sum(manager.size(release.diagrams[a]) for a in catalog.ids)

@@ -1,50 +1,23 @@
 """Bounded verification over sessions (issue 32): every session of up to ``K`` requests, symbolic in times and
-amounts, with counterexample traces replayed through the real controller.
+amounts, with counterexample traces replayed through the real controller.  The assertion syntax and exactly what
+the search covers are in ``docs/sessions.md``.
 
-**What is explored.**  A session of ``k <= K`` requests.  Before each request, any subset of the external event
-kinds the program or the assertions name in a filter (``identity_check``, ``approval``; one event each, no
-action, object or attributes); then a request at a time no earlier than everything before it, proposing any
-catalog action (actions that no filter or assertion names and whose rule chains coincide are one class) with a
-resolved object, ``UNRESOLVED`` (object actions) or ``NONE`` (object-free actions), with any valid runtime state
-(the state schema must be boolean fields only, at most ten: every state is enumerated once per action and valuation
-of the temporal predicates), carrying a symbolic ``amount`` (and ``level``) when some ``sum`` reads it.  The
-controller's decision enters the history (``dispatch`` or ``non_dispatch``, with the request's attributes).
-
-**Symbolic.**  Times are integer variables, ordered; every temporal predicate reduces to atoms
-``now - at <= c`` (or their negation ``now - at >= c + 1``), kept as a difference-bound system whose integer
-feasibility is exact (Bellman–Ford).  Amounts are integer variables ``>= 0``; a ``sum`` reduces to atoms
-``Σ x >= c`` / ``Σ x <= c``, whose integer feasibility is decided exactly by bounds propagation and branching on
-the finite box ``[0, max constant + 1]`` (a larger value satisfies no more and no fewer atoms).  So the regions are
-those the predicates' thresholds induce, never sampled clocks, and a verdict "holds up to K" covers every integer
-time and amount.
-
-**Assertions** (JSON)::
-
-    {"assertions": [{"name": "at most two protected per hour",
-                     "never": {"dispatch": "A5_PROTECTED_ACTION",
-                               "count": {"kind": "dispatch", "action": "A5_PROTECTED_ACTION",
-                                         "window_s": 3600, "gt": 2}}}]}
-
-``never: {dispatch: ACTION | [ACTIONS] | "*", <op>: {...}, ...}`` is violated by a request the controller
-dispatches to one of the actions when every temporal predicate (same syntax as in rules, without ``@``) holds on
-the session *after* the decision: ``now`` = the request's time, the history including the decision's own event,
-and no current attributes (the event carries them).  A refuted assertion comes with a counterexample — each
-request's time, external events, state, proposal and amount, and the decisions — replayed through the real
-controller (``confirmed`` when it reproduces the decisions and the violation).
-
-:func:`session_diff` explores two programs on the same sessions (each program's history made of its own
-decisions) and reports, per action, a witness where the candidate stops dispatching (narrowing) or starts
-(widening).
+**Exact, not sampled.**  Times are integer variables; every temporal predicate reduces to atoms ``now - at <= c``
+(or ``now - at >= c + 1``), a difference-bound system decided exactly by Bellman–Ford.  Amounts are integers
+``>= 0``; a ``sum`` reduces to atoms ``Σ x >= c`` / ``Σ x <= c`` on the box ``[0, max constant + 1]`` (a larger
+value satisfies no more and no fewer atoms), decided by HiGHS and re-checked in integers, with an exact
+branch-and-propagate fallback.  So "holds up to K" covers every integer time and amount.  Runtime states are
+enumerated (at most ten boolean fields).  A counterexample is ``confirmed`` when the real controller reproduces
+its decisions and the violation.  :func:`session_diff` runs two programs on the same sessions (each history made
+of its own decisions) and gives, per action, a witness of narrowing or widening.
 """
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from ..core.controller import Controller
@@ -53,61 +26,10 @@ from ..core.records import NONE, UNRESOLVED, Boundary, Catalog, Entity, RouteReq
 from ..core.rules import PolicyEngine
 from ..core.session import EXTERNAL_KINDS, Event, Session, event_of_decision
 from ..core.state import StateType
-from ..core.temporal import TemporalPredicate, parse_temporal
+from ..core.temporal import TemporalPredicate, compare
+from .properties import SessionAssertion, load_assertions, parse_assertions
 
 OBJECT = "OBJ_1"  # the resolved object of a witness (an entity of the action's first object type)
-
-
-# --------------------------------------------------------------------------------------------- assertions
-
-
-@dataclass(frozen=True, slots=True)
-class SessionAssertion:
-    name: str
-    dispatch: tuple[str, ...]  # ("*",) for any action
-    predicates: tuple[TemporalPredicate, ...]
-    source: Mapping[str, Any] = field(default_factory=dict)
-
-    def applies(self, action_id: str) -> bool:
-        return self.dispatch == ("*",) or action_id in self.dispatch
-
-    def describe(self) -> str:
-        return f"never: dispatch {'|'.join(self.dispatch)} while " + " AND ".join(p.describe() for p in self.predicates)
-
-
-def parse_assertions(data: Any, catalog: Catalog, *, file: str | None = None) -> tuple[SessionAssertion, ...]:
-    """Validate an assertions document (see the module docstring); :class:`DataError` naming the assertion."""
-    items = data.get("assertions") if isinstance(data, Mapping) else None
-    if not isinstance(items, list) or not items:
-        raise DataError(ErrorCode.INVALID_VALUE, '{"assertions": [...]} with at least one assertion', file=file,
-                        got=data)
-    out = []
-    for i, item in enumerate(items):
-        where = f"assertions[{i}]"
-        if not isinstance(item, Mapping) or set(item) - {"name", "never", "note"} or "never" not in item:
-            raise DataError(ErrorCode.INVALID_VALUE, "an object with name and never", file=file, field=where, got=item)
-        never = item["never"]
-        if not isinstance(never, Mapping) or "dispatch" not in never:
-            raise DataError(ErrorCode.INVALID_VALUE, "never: {dispatch: ..., <temporal op>: {...}}", file=file,
-                            field=f"{where}.never", got=never)
-        dispatch = never["dispatch"]
-        dispatch = (dispatch,) if isinstance(dispatch, str) else tuple(dispatch) if isinstance(dispatch, list) else ()
-        wrong = any(a != "*" and a not in catalog for a in dispatch) or ("*" in dispatch and len(dispatch) > 1)
-        if not dispatch or wrong:
-            raise DataError(ErrorCode.UNKNOWN_ACTION, "a catalog action, a list of them, or '*'", file=file,
-                            field=f"{where}.never.dispatch", got=never["dispatch"])
-        predicates = []
-        for op, spec in never.items():
-            if op != "dispatch":
-                predicates.extend(parse_temporal(op, spec, where=f"{where}.never",
-                                                 catalog_ids=frozenset(catalog.ids)))
-        out.append(SessionAssertion(str(item.get("name", where)), dispatch, tuple(predicates), dict(item)))
-    return tuple(out)
-
-
-def load_assertions(path: str | Path, catalog: Catalog) -> tuple[SessionAssertion, ...]:
-    from ..store.files import read_json
-    return parse_assertions(read_json(path, "a session-assertions JSON object"), catalog, file=str(path))
 
 
 # --------------------------------------------------------------------------------------------- the solver
@@ -197,9 +119,7 @@ def _search_amounts(n: int, cons: frozenset[tuple[frozenset[int], str, int]]) ->
                 return None
         wide = [i for i in range(n) if lo[i] < hi[i]]
         if not wide:
-            ok = all((sum(lo[i] for i in s) >= c) if kind == "ge" else (sum(lo[i] for i in s) <= c)
-                     for s, kind, c in cons)
-            return lo if ok else None
+            return lo if _satisfies(lo, cons) else None
         i = max(wide, key=lambda k: hi[k] - lo[k])
         mid = (lo[i] + hi[i]) // 2
         return solve(lo, hi[:i] + [mid] + hi[i + 1:]) or solve(lo[:i] + [mid + 1] + lo[i + 1:], hi)
@@ -315,7 +235,6 @@ def eval_symbolic(p: TemporalPredicate, sym: Sym, history: Sequence[AEvent], now
         if s2 is None:
             continue
         if p.op == "count":
-            from ..core.temporal import compare
             yield all(compare(op, k, c) for op, c in p.bounds) is not neg, s2
             continue
         vs = {dict(e.attrs)[p.attribute] for e in matching[n - k:] if p.attribute in dict(e.attrs)}
@@ -360,8 +279,7 @@ class Counterexample:
     detail: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"requests": self.requests, "decisions": self.decisions, "confirmed": self.confirmed,
-                "detail": self.detail}
+        return asdict(self)
 
 
 @dataclass
@@ -537,13 +455,10 @@ def _replay(catalog: Catalog, programs: Sequence[PolicyEngine], steps: Sequence[
         attrs = {name: amounts[v] if v < len(amounts) else 0 for name, v in step.attrs}
         t = times[step.point]
         externals = [Event(times[p], kind) for kind, p in step.externals]
-        action = catalog[step.action_id]
-        entity = Entity(OBJECT, action.required_object_types[0], "witness object") if action.requires_object else None
-        obj = step.object_id
+        action, obj = catalog[step.action_id], step.object_id
         output = {"action_id": step.action_id, "object_id": obj, "topk": [step.action_id]}
-        candidates = (entity,) if entity is not None else ()
-        if entity is not None and obj not in (OBJECT, UNRESOLVED, NONE):
-            candidates = (Entity(obj, entity.object_type, "witness object"),)
+        candidates = (Entity(obj if obj != UNRESOLVED else OBJECT, action.required_object_types[0], "witness object"),
+                      ) if action.requires_object else ()
         requests.append({"request": n + 1, "now": t, "external_events": [e.as_dict() for e in externals],
                          "state": dict(step.state), "proposal": output, "attributes": attrs})
         for i, controller in enumerate(controllers):
@@ -570,35 +485,43 @@ def _confirm(catalog, programs, steps, sym, check) -> Counterexample:
                           detail + ("" if agree else "; the replay disagrees with the abstract decisions"))
 
 
-def verify_horizon(catalog: Catalog, policy: PolicyEngine, assertions: Sequence[SessionAssertion],
-                   horizon: int) -> HorizonReport:
-    """Check every assertion over every session of up to ``horizon`` requests (see the module docstring)."""
+def _explore(ex: _Explorer, horizon: int, visit: Callable[[list[Step], Sym, tuple], None]) -> None:
+    """Depth first over every abstract session of 1 to ``horizon`` requests: ``visit(path, sym, histories)``."""
     if type(horizon) is not int or not 1 <= horizon <= 8:
         raise DataError(ErrorCode.INVALID_VALUE, "a horizon from 1 to 8", got=horizon, field="horizon")
-    start = time.perf_counter()
-    ex = _Explorer(catalog, (policy,), assertions)
-    found: dict[int, tuple[int, list[Step], Sym]] = {}
 
     def dfs(depth: int, sym: Sym, hists, last, steps: list[Step]) -> None:
         for s2, h2, now, step in ex.successors(sym, hists, last):
             ex.sessions += 1
             path = [*steps, step]
-            for i, a in enumerate(assertions):
-                if i in found and found[i][0] <= len(path):
-                    continue
-                bad = ex.violation(a, s2, h2[0], step)
-                if bad is not None:
-                    found[i] = (len(path), path, bad)
+            visit(path, s2, h2)
             if depth < horizon:
                 dfs(depth + 1, s2, h2, now, path)
 
-    dfs(1, Sym(), ((),), None, [])
+    dfs(1, Sym(), tuple(() for _ in ex.programs), None, [])
+
+
+def verify_horizon(catalog: Catalog, policy: PolicyEngine, assertions: Sequence[SessionAssertion],
+                   horizon: int) -> HorizonReport:
+    """Check every assertion over every session of up to ``horizon`` requests (see the module docstring)."""
+    start = time.perf_counter()
+    ex = _Explorer(catalog, (policy,), assertions)
+    found: dict[int, tuple[list[Step], Sym]] = {}
+
+    def visit(path: list[Step], sym: Sym, hists) -> None:
+        for i, a in enumerate(assertions):
+            if i not in found or len(found[i][0]) > len(path):
+                bad = ex.violation(a, sym, hists[0], path[-1])
+                if bad is not None:
+                    found[i] = (path, bad)
+
+    _explore(ex, horizon, visit)
     results = []
     for i, a in enumerate(assertions):
         if i not in found:
             results.append(AssertionResult(a, True))
             continue
-        _, steps, sym = found[i]
+        steps, sym = found[i]
 
         def check(requests, decisions, a=a):
             d = decisions[0][-1]
@@ -636,19 +559,14 @@ def session_diff(catalog: Catalog, base: PolicyEngine, candidate: PolicyEngine, 
     ex = _Explorer(catalog, (base, candidate))
     found: dict[tuple[str, str], tuple[list[Step], Sym]] = {}
 
-    def dfs(depth: int, sym: Sym, hists, last, steps: list[Step]) -> None:
-        for s2, h2, now, step in ex.successors(sym, hists, last):
-            ex.sessions += 1
-            path = [*steps, step]
-            (_, t0), (_, t1) = step.decisions
-            if (t0 == "DISPATCH") != (t1 == "DISPATCH"):
-                key = ("narrowing" if t0 == "DISPATCH" else "widening", step.action_id)
-                if key not in found or len(found[key][0]) > len(path):
-                    found[key] = (path, s2)
-            if depth < horizon:
-                dfs(depth + 1, s2, h2, now, path)
+    def visit(path: list[Step], sym: Sym, hists) -> None:
+        (_, t0), (_, t1) = path[-1].decisions
+        if (t0 == "DISPATCH") != (t1 == "DISPATCH"):
+            key = ("narrowing" if t0 == "DISPATCH" else "widening", path[-1].action_id)
+            if key not in found or len(found[key][0]) > len(path):
+                found[key] = (path, sym)
 
-    dfs(1, Sym(), ((), ()), None, [])
+    _explore(ex, horizon, visit)
     out: dict[str, dict[str, Counterexample]] = {"narrowing": {}, "widening": {}}
     for (direction, action), (steps, sym) in sorted(found.items()):
         def check(requests, decisions, direction=direction):
@@ -673,10 +591,6 @@ def format_report(report: HorizonReport) -> str:
                              f"{req['proposal']['action_id']}/{req['proposal']['object_id']} "
                              f"attrs={req['attributes']} -> {d['final_path']} ({d['rule']})")
     return "\n".join(lines)
-
-
-def dumps(report: HorizonReport | SessionDiff) -> str:
-    return json.dumps(report.as_dict(), indent=2, ensure_ascii=False)
 
 
 __all__ = ["AssertionResult", "Counterexample", "HorizonReport", "SessionAssertion", "SessionDiff",

@@ -12,6 +12,8 @@ point search, weighted counting and paths.  Standard library only.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -157,22 +159,10 @@ class Manager:
     def leaves(self, a: int) -> frozenset:
         """Every leaf value reachable from ``a`` (every one is taken by some point)."""
         found = self._leaves_memo.get(a)
-        if found is not None:
-            return found
-        stack, seen, out = [a], {a}, set()
-        while stack:
-            x = stack.pop()
-            kids = self._children[x]
-            if kids is None:
-                out.add(self._value[x])
-                continue
-            for c in kids:
-                if c not in seen:
-                    seen.add(c)
-                    stack.append(c)
-        result = frozenset(out)
-        self._leaves_memo[a] = result
-        return result
+        if found is None:
+            found = self._leaves_memo[a] = frozenset(self._value[x] for x in self._reachable(a)
+                                                     if self._children[x] is None)
+        return found
 
     def evaluate(self, a: int, point: Sequence[int]) -> Hashable:
         x = a
@@ -184,16 +174,7 @@ class Manager:
              ) -> tuple[list[int | None], Hashable] | None:
         """A partial point (``None``: any value) reaching an accepted leaf, or ``None``.  ``prefer[level]`` orders
         the values tried at each level."""
-        memo: dict[int, bool] = {}
-
-        def ok(x: int) -> bool:
-            found = memo.get(x)
-            if found is None:
-                kids = self._children[x]
-                found = accept(self._value[x]) if kids is None else any(ok(c) for c in set(kids))
-                memo[x] = found
-            return found
-
+        ok = self._accepting(accept)
         if not ok(a):
             return None
         point: list[int | None] = [None] * self.depth
@@ -206,6 +187,19 @@ class Manager:
             point[lv] = v
             x = kids[v]  # type: ignore[index]
         return point, self._value[x]
+
+    def _accepting(self, accept: Callable[[Hashable], bool]) -> Callable[[int], bool]:
+        """``ok(x)``: whether some point from node ``x`` reaches an accepted leaf (memoised)."""
+        memo: dict[int, bool] = {}
+
+        def ok(x: int) -> bool:
+            found = memo.get(x)
+            if found is None:
+                kids = self._children[x]
+                found = memo[x] = accept(self._value[x]) if kids is None else any(ok(c) for c in set(kids))
+            return found
+
+        return ok
 
     def count(self, a: int, weights: Sequence[Sequence[int | None]]) -> dict[Hashable, int | None]:
         """Per leaf, the weighted number of points reaching it (a value's weight is its number of concrete values;
@@ -272,10 +266,7 @@ class Manager:
             if kids is None:
                 out[x] = bit_of(self._value[x])
             else:
-                acc = 0
-                for c in set(kids):
-                    acc |= out[c]
-                out[x] = acc
+                out[x] = functools.reduce(operator.or_, (out[c] for c in set(kids)), 0)
         return out
 
     def find_all(self, a: int, prefer: Sequence[Sequence[int]] | None = None
@@ -307,16 +298,7 @@ class Manager:
 
     def paths(self, a: int, accept: Callable[[Hashable], bool]) -> Iterator[dict[int, frozenset[int]]]:
         """Disjoint cubes covering the points that reach accepted leaves (edges to one child merged)."""
-        memo_ok: dict[int, bool] = {}
-
-        def ok(x: int) -> bool:
-            found = memo_ok.get(x)
-            if found is None:
-                kids = self._children[x]
-                found = accept(self._value[x]) if kids is None else any(ok(c) for c in set(kids))
-                memo_ok[x] = found
-            return found
-
+        ok = self._accepting(accept)
         groups = self._groups
 
         def rec(x: int, cube: dict[int, frozenset[int]]) -> Iterator[dict[int, frozenset[int]]]:
@@ -343,14 +325,7 @@ class Manager:
 
     def size(self, a: int) -> int:
         """Number of nodes (leaves included) reachable from ``a``."""
-        stack, seen = [a], {a}
-        while stack:
-            kids = self._children[stack.pop()]
-            for c in kids or ():
-                if c not in seen:
-                    seen.add(c)
-                    stack.append(c)
-        return len(seen)
+        return len(self._reachable(a))
 
 
 def _mul(a: int | None, b: int | None) -> int | None:

@@ -409,12 +409,9 @@ class Release:
     def preference(self) -> list[list[int]]:
         """Per level, the values tried first for witnesses: the ones this release admits, in domain order."""
         if self._preference is None:
-            self._preference = self._prefer()
+            self._preference = [sorted(range(size), key=lambda v, lv=lv: (v not in self.valid[lv], v))
+                                for lv, size in enumerate(self.manager.sizes)]
         return self._preference
-
-    def _prefer(self) -> list[list[int]]:
-        return [sorted(range(size), key=lambda v, lv=lv: (v not in self.valid[lv], v))
-                for lv, size in enumerate(self.manager.sizes)]
 
     def complete(self, partial: Sequence[int | None], preference: Sequence[Sequence[int]] | None = None) -> list[int]:
         prefer = preference or self.preference()

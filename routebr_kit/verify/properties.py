@@ -31,15 +31,15 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import DataError, ErrorCode
 from ..core.records import NONE, UNRESOLVED, Catalog, ReasonCode, Terminal
 from ..core.rules import Condition
-from ..core.strict_json import StrictJsonError, strict_loads
-from ..store.files import read_text, read_yaml
+from ..core.temporal import TemporalPredicate, parse_temporal
+from ..store.files import read_document, read_json
 
 
 class Quantifier(str, enum.Enum):
@@ -213,21 +213,61 @@ def _scope(item: Mapping[str, Any], key: str, kind: type[enum.Enum], where: str)
 
 def load_properties(path: str | Path, catalog: Catalog, rule_ids: Sequence[str]) -> tuple[Property, ...]:
     """Read an assertion file: ``.json`` (strict JSON) or ``.yaml``/``.yml``."""
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix == ".json":
-        text = read_text(path, "an assertion file")
-        try:
-            doc: Any = strict_loads(text)
-        except StrictJsonError as exc:
-            raise DataError(ErrorCode.INVALID_JSON, "strict JSON (no repeated keys, no NaN)", file=str(path),
-                            detail=exc.detail) from None
-    elif suffix in (".yaml", ".yml"):
-        doc = read_yaml(path, "a YAML assertion file")
-    else:
+    if Path(path).suffix.lower() not in (".json", ".yaml", ".yml"):
         raise DataError(ErrorCode.INVALID_VALUE, "a .json, .yaml or .yml assertion file", file=str(path))
-    return parse_properties(doc, catalog, rule_ids, file=str(path))
+    return parse_properties(read_document(path, "an assertion file"), catalog, rule_ids, file=str(path))
 
 
-__all__ = ["ObjectKind", "Pattern", "Property", "ProposalScope", "Quantifier", "StateScope", "load_properties",
-           "parse_properties"]
+# --------------------------------------------------------------------------------------------- over sessions
+
+
+@dataclass(frozen=True, slots=True)
+class SessionAssertion:
+    """``never: {dispatch: ACTION | [ACTIONS] | "*", <temporal op>: {...}}`` (``verify --horizon``; the semantics
+    are in ``docs/sessions.md``)."""
+
+    name: str
+    dispatch: tuple[str, ...]  # ("*",) for any action
+    predicates: tuple[TemporalPredicate, ...]
+    source: Mapping[str, Any] = field(default_factory=dict)
+
+    def applies(self, action_id: str) -> bool:
+        return self.dispatch == ("*",) or action_id in self.dispatch
+
+    def describe(self) -> str:
+        return f"never: dispatch {'|'.join(self.dispatch)} while " + " AND ".join(p.describe() for p in self.predicates)
+
+
+def parse_assertions(data: Any, catalog: Catalog, *, file: str | None = None) -> tuple[SessionAssertion, ...]:
+    """Validate a session-assertions document; :class:`DataError` naming the assertion."""
+    items = data.get("assertions") if isinstance(data, Mapping) else None
+    if not isinstance(items, list) or not items:
+        raise DataError(ErrorCode.INVALID_VALUE, '{"assertions": [...]} with at least one assertion', file=file,
+                        got=data)
+    out = []
+    for i, item in enumerate(items):
+        where = f"assertions[{i}]"
+        if not isinstance(item, Mapping) or set(item) - {"name", "never", "note"} or "never" not in item:
+            raise DataError(ErrorCode.INVALID_VALUE, "an object with name and never", file=file, field=where, got=item)
+        never = item["never"]
+        if not isinstance(never, Mapping) or "dispatch" not in never:
+            raise DataError(ErrorCode.INVALID_VALUE, "never: {dispatch: ..., <temporal op>: {...}}", file=file,
+                            field=f"{where}.never", got=never)
+        dispatch = never["dispatch"]
+        dispatch = (dispatch,) if isinstance(dispatch, str) else tuple(dispatch) if isinstance(dispatch, list) else ()
+        if not dispatch or ("*" in dispatch and len(dispatch) > 1) or any(a != "*" and a not in catalog
+                                                                           for a in dispatch):
+            raise DataError(ErrorCode.UNKNOWN_ACTION, "a catalog action, a list of them, or '*'", file=file,
+                            field=f"{where}.never.dispatch", got=never["dispatch"])
+        predicates = [t for op, spec in never.items() if op != "dispatch"
+                      for t in parse_temporal(op, spec, where=f"{where}.never", catalog_ids=frozenset(catalog.ids))]
+        out.append(SessionAssertion(str(item.get("name", where)), dispatch, tuple(predicates), dict(item)))
+    return tuple(out)
+
+
+def load_assertions(path: str | Path, catalog: Catalog) -> tuple[SessionAssertion, ...]:
+    return parse_assertions(read_json(path, "a session-assertions JSON object"), catalog, file=str(path))
+
+
+__all__ = ["ObjectKind", "Pattern", "Property", "ProposalScope", "Quantifier", "SessionAssertion", "StateScope",
+           "load_assertions", "load_properties", "parse_assertions", "parse_properties"]

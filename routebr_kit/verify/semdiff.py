@@ -183,21 +183,13 @@ def semantic_diff(base_catalog: Catalog, base_policy: PolicyEngine, cand_catalog
                          *([Source((), None, extras)] if extras else [])])
     manager = Manager([len(v.values) for v in space.variables])
     actions = tuple(dict.fromkeys((*base_catalog.ids, *cand_catalog.ids)))
-    base = Release("base", base_catalog, base_policy, space, manager, options=options, registry=base_registry,
-                   actions=actions, replay_each_region=replay_each_region, templates=templates)
-    cand = Release("candidate", cand_catalog, cand_policy, space, manager, options=options, registry=cand_registry,
-                   actions=actions, replay_each_region=replay_each_region, templates=templates)
+    base, cand = (Release(name, catalog, policy, space, manager, options=options, registry=registry, actions=actions,
+                          replay_each_region=replay_each_region, templates=templates)
+                  for name, catalog, policy, registry in (("base", base_catalog, base_policy, base_registry),
+                                                          ("candidate", cand_catalog, cand_policy, cand_registry)))
     registries = [base_registry, cand_registry]
     classes = object_classes([base_catalog, cand_catalog], registries)
-    declared = {f.name for f in base_policy.state_schema.fields} | {f.name for f in cand_policy.state_schema.fields}
-    weights = []
-    for var in space.variables:
-        if set(var.fields) & declared:
-            weights.append(list(var.sizes()))
-        elif set(var.fields) & set(extras):  # an undeclared field under a closed schema: missing, or any value
-            weights.append([1 if v == 0 else None for v in range(len(var.values))])
-        else:
-            weights.append([1 if v == 0 else 0 for v in range(len(var.values))])
+    weights = _weights(space, (base_policy.state_schema, cand_policy.state_schema), extras)
     prefer = [sorted(range(size), key=lambda v, lv=lv: (v not in base.valid[lv] or v not in cand.valid[lv],
                                                          v not in base.valid[lv] and v not in cand.valid[lv], v))
               for lv, size in enumerate(manager.sizes)]
@@ -216,27 +208,16 @@ def semantic_diff(base_catalog: Catalog, base_policy: PolicyEngine, cand_catalog
         reps = representatives(classes, [base_catalog, cand_catalog], action)
         kinds: dict[Hashable, tuple[bool, bool, bool, bool, bool]] = {}
         for pair in manager.leaves(joint):
-            ob = {c: base.outcome(action, c, pair[0], registries) for c in reps}
-            oc = {c: cand.outcome(action, c, pair[1], registries) for c in reps}
-            terminal = any(ob[c].terminal is not oc[c].terminal for c in reps)
-            gained = any(oc[c].terminal is Terminal.DISPATCH and ob[c].terminal is not Terminal.DISPATCH
-                         for c in reps)
-            lost = any(ob[c].terminal is Terminal.DISPATCH and oc[c].terminal is not Terminal.DISPATCH
-                       for c in reps)
-            reason = not terminal and any(ob[c].reason is not oc[c].reason for c in reps)
-            rule = not terminal and not reason and pair[0] != pair[1]
-            kinds[pair] = (terminal, gained, lost, reason, rule)
-            if terminal or reason:
-                equivalent = False
+            kinds[pair] = _change(base, cand, action, reps, pair, registries)
+            equivalent = equivalent and not (kinds[pair][0] or kinds[pair][3])
         changed = manager.map(lambda pair, kinds=kinds: kinds[pair][0], joint)
         changed_any = manager.apply(lambda a, b: a or b, changed_any, changed)
         counts = manager.count(changed, weights)
         states_changed = counts.get(True, 0)
         changed_pairs = [p for p, k in kinds.items() if k[0]]
-        listed = []
-        if witnesses:
-            for pair in sorted(changed_pairs, key=lambda p: (FAIL in p, repr(p)))[:MAX_WITNESSES]:
-                listed.append(_witness(base, cand, space, manager, joint, pair, action, reps, registries, prefer))
+        listed = [_witness(base, cand, space, manager, joint, pair, action, reps, registries, prefer)
+                  for pair in sorted(changed_pairs, key=lambda p: (FAIL in p, repr(p)))[:MAX_WITNESSES]
+                  ] if witnesses else []
         rows_in, regions_seen = 0, set()
         for point in seen_points.get(action, ()):
             pair = manager.evaluate(joint, point)
@@ -244,14 +225,11 @@ def semantic_diff(base_catalog: Catalog, base_policy: PolicyEngine, cand_catalog
                 rows_in += 1
                 regions_seen.add(pair)
         total_seen += len(regions_seen)
-        gained = any(k[1] for k in kinds.values())
-        lost = any(k[2] for k in kinds.values())
-        relation = (Relation.INCOMPARABLE if gained and lost else Relation.WIDENING if gained
-                    else Relation.NARROWING if lost else Relation.EQUIVALENT)
-        reports.append(ActionDiff(action, relation, states_changed, len(changed_pairs),
-                                  sum(k[1] for k in kinds.values()), sum(k[2] for k in kinds.values()),
-                                  sum(k[3] for k in kinds.values()), sum(k[4] for k in kinds.values()),
-                                  tuple(listed), rows_in, len(regions_seen)))
+        sums = [sum(k[i] for k in kinds.values()) for i in range(1, 5)]
+        relation = (Relation.INCOMPARABLE if sums[0] and sums[1] else Relation.WIDENING if sums[0]
+                    else Relation.NARROWING if sums[1] else Relation.EQUIVALENT)
+        reports.append(ActionDiff(action, relation, states_changed, len(changed_pairs), *sums, tuple(listed), rows_in,
+                                  len(regions_seen)))
     for o in observations:
         if manager.evaluate(changed_any, space.classify(o.state)):
             recorded_changed_states.add(tuple(sorted((k, repr(v)) for k, v in o.state.items())))
@@ -265,6 +243,32 @@ def semantic_diff(base_catalog: Catalog, base_policy: PolicyEngine, cand_catalog
                         sum(a.regions_changed for a in reports), equivalent, len(observations), len(distinct),
                         len(recorded_changed_states), total_seen, tuple(notes), warnings,
                         tuple(v.name for v in space.variables))
+
+
+def _weights(space: Any, schemas: Sequence[Any], extras: Sequence[str]) -> list[list[int | None]]:
+    """Per level, how many concrete values each abstract value stands for (``None``: unboundedly many)."""
+    declared = {f.name for schema in schemas for f in schema.fields}
+    weights: list[list[int | None]] = []
+    for var in space.variables:
+        if set(var.fields) & declared:
+            weights.append(list(var.sizes()))
+        elif set(var.fields) & set(extras):  # an undeclared field under a closed schema: missing, or any value
+            weights.append([1 if v == 0 else None for v in range(len(var.values))])
+        else:
+            weights.append([1 if v == 0 else 0 for v in range(len(var.values))])
+    return weights
+
+
+def _change(base: Release, cand: Release, action: str, reps: Sequence[Any], pair: Any, registries: list
+            ) -> tuple[bool, bool, bool, bool, bool]:
+    """How one region pair differs over the object classes: ``(terminal, gained, lost, reason, rule)``."""
+    ob = {c: base.outcome(action, c, pair[0], registries) for c in reps}
+    oc = {c: cand.outcome(action, c, pair[1], registries) for c in reps}
+    terminal = any(ob[c].terminal is not oc[c].terminal for c in reps)
+    gained = any(oc[c].terminal is Terminal.DISPATCH and ob[c].terminal is not Terminal.DISPATCH for c in reps)
+    lost = any(ob[c].terminal is Terminal.DISPATCH and oc[c].terminal is not Terminal.DISPATCH for c in reps)
+    reason = not terminal and any(ob[c].reason is not oc[c].reason for c in reps)
+    return terminal, gained, lost, reason, not terminal and not reason and pair[0] != pair[1]
 
 
 def _witness(base: Release, cand: Release, space: Any, manager: Manager, joint: int, pair: Any, action: str,

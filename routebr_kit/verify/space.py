@@ -28,7 +28,7 @@ the literal and its order relative to it; a cross-field predicate's only on both
 a schema check only on type, presence and membership in ``allowed``.  Every class fixes all of these, so each
 predicate and each check is constant on it; its truth is read by running the engine's own
 :meth:`~routebr_kit.core.rules.Predicate.holds` and :meth:`~routebr_kit.core.state.StateSchema.check` on the class's
-witness value.  ``tests/test_verify_regions.py`` samples random values inside every class through the controller.
+witness value.  ``tests/test_verify_differential.py`` samples random values inside every class through the controller.
 
 Standard library only.
 """
@@ -81,6 +81,10 @@ class Piece:
     point: bool = False
     witnesses: tuple[Any, ...] = ()
     size: int | None = 1  # number of values; None: unbounded (or at least _COUNTED)
+
+    @property
+    def kinds(self) -> frozenset[Kind]:
+        return frozenset((self.kind,))
 
     def contains(self, value: Any) -> bool:
         kind = self.kind
@@ -160,12 +164,8 @@ class ValueClass:
 
     @property
     def size(self) -> int | None:
-        total = 0
-        for p in self.pieces:
-            if p.size is None:
-                return None
-            total += p.size
-        return total
+        sizes = [p.size for p in self.pieces]
+        return None if None in sizes else sum(sizes)  # type: ignore[arg-type]
 
     @property
     def kinds(self) -> frozenset[Kind]:
@@ -286,18 +286,9 @@ class Source:
 
     @classmethod
     def of_rules(cls, rules: Iterable[Any], schema: StateSchema) -> Source:
-        predicates: list[Predicate] = []
-        order: list[str] = []
-        for r in rules:
-            for p in r.condition.predicates:
-                predicates.append(p)
-                for name in (p.key, p.other_field):
-                    if name is not None and name not in order:
-                        order.append(name)
-        for f in schema.fields:
-            if f.name not in order:
-                order.append(f.name)
-        return cls(tuple(predicates), schema, tuple(order))
+        predicates = tuple(p for r in rules for p in r.condition.predicates)
+        order = dict.fromkeys(n for p in predicates for n in (p.key, p.other_field) if n is not None)
+        return cls(predicates, schema, tuple({**order, **dict.fromkeys(f.name for f in schema.fields)}))
 
     @classmethod
     def of_condition(cls, condition: Condition) -> Source:
@@ -325,13 +316,9 @@ class Config:
         return tuple(p.witnesses[r] if p.witnesses else MISSING for p, r in zip(self.pieces, self.ranks))
 
     @property
-    def size(self) -> int | None:
-        total = 1
-        for p in self.pieces:
-            if p.size is None:
-                return None
-            total *= p.size
-        return total  # (an upper bound when two members share a finite interval; exact otherwise)
+    def size(self) -> int | None:  # (an upper bound when two members share a finite interval; exact otherwise)
+        sizes = [p.size for p in self.pieces]
+        return None if None in sizes else math.prod(sizes)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -362,30 +349,17 @@ class Variable:
     def classify(self, state: Mapping[str, Any]) -> int:
         """The index of the value a concrete state takes here."""
         if not self.grouped:
-            value = state.get(self.fields[0], MISSING)
-            other = None
-            for i, cls in enumerate(self.values):
-                if cls.contains(value):
-                    return i
-                if Kind.OTHER in cls.kinds:
-                    other = i
-            assert other is not None, f"{self.name}: no class holds {value!r}"
-            return other
+            return _index_of(self.values, state.get(self.fields[0], MISSING))
         values = [state.get(f, MISSING) for f in self.fields]
         pieces = self._lookup[("pieces",)]
-        choice = tuple(_piece_of(pieces, value) for value in values)
+        choice = tuple(_index_of(pieces, value) for value in values)
         return self._lookup[(choice, _ranks([pieces[c] for c in choice], values))]
 
 
-def _piece_of(pieces: Sequence[Piece], value: Any) -> int:
-    other = None
-    for i, piece in enumerate(pieces):
-        if piece.contains(value):
-            return i
-        if piece.kind is Kind.OTHER:
-            other = i
-    assert other is not None
-    return other
+def _index_of(items: Sequence[Piece | ValueClass], value: Any) -> int:
+    """The piece (or class) holding ``value``; the ``other`` one when none does."""
+    found = [i for i, item in enumerate(items) if item.contains(value)]
+    return found[0] if found else next(i for i, item in enumerate(items) if Kind.OTHER in item.kinds)
 
 
 def _ranks(pieces: Sequence[Piece], values: Sequence[Any]) -> tuple[int, ...]:
@@ -398,28 +372,10 @@ def _ranks(pieces: Sequence[Piece], values: Sequence[Any]) -> tuple[int, ...]:
         members = [i for i, p in enumerate(pieces) if p == piece]
         if len(members) < 2:
             continue
-        distinct = sorted({_Key(values[i]) for i in members})
+        distinct = sorted({values[i] for i in members})  # one type per interval: Python orders as the engine does
         for i in members:
-            ranks[i] = distinct.index(_Key(values[i]))
+            ranks[i] = distinct.index(values[i])
     return tuple(ranks)
-
-
-class _Key:
-    """Values of one open interval (one type), ordered and compared as the engine compares them."""
-
-    __slots__ = ("v",)
-
-    def __init__(self, v: Any) -> None:
-        self.v = v
-
-    def __lt__(self, other: _Key) -> bool:
-        return self.v < other.v
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Key) and self.v == other.v
-
-    def __hash__(self) -> int:
-        return hash(self.v)
 
 
 def _weak_orders(members: int, available: int) -> list[tuple[int, ...]]:
@@ -486,16 +442,9 @@ class Space:
 
     def valid(self, schema: StateSchema) -> dict[int, frozenset[int]]:
         """Per level, the values that pass ``schema``'s check of the variable's fields."""
-        out = {}
-        for level, var in enumerate(self.variables):
-            ok = []
-            for i in range(len(var.values)):
-                assigned = var.assignment(i)
-                bad = {v.field for v in schema.check(assigned)}
-                if not bad & set(var.fields):
-                    ok.append(i)
-            out[level] = frozenset(ok)
-        return out
+        return {level: frozenset(i for i in range(len(var.values))
+                                 if not {v.field for v in schema.check(var.assignment(i))} & set(var.fields))
+                for level, var in enumerate(self.variables)}
 
     def sizes(self) -> tuple[tuple[int | None, ...], ...]:
         return tuple(v.sizes() for v in self.variables)
@@ -510,16 +459,8 @@ def _hashable(value: Any) -> Any:
 
 def build_space(sources: Sequence[Source]) -> Space:
     """The common abstract space of every source (programs and assertion conditions)."""
-    order: list[str] = []
-    for s in sources:
-        for name in s.order:
-            if name not in order:
-                order.append(name)
-    for s in sources:
-        for p in s.predicates:
-            for name in (p.key, p.other_field):
-                if name is not None and name not in order:
-                    order.append(name)
+    order = list(dict.fromkeys([*(n for s in sources for n in s.order), *(
+        n for s in sources for p in s.predicates for n in (p.key, p.other_field) if n is not None)]))
     schemas = [s.schema for s in sources if s.schema is not None]
     # Types each field's classes must cover: every type a schema admits, and every literal's type.
     types: dict[str, set[StateType]] = {name: set() for name in order}
@@ -623,26 +564,20 @@ def _group_variable(members: list[str], types: Mapping[str, set[StateType]],
             shared.setdefault(t, []).extend(values)
     count = len(members)
     pieces = _pieces(shared_types, shared, bool(ordered & set(members)), count)
-    per_member = [pieces] * len(members)
     lookup: dict[tuple, Any] = {("pieces",): tuple(pieces)}
     configs: list[Config] = []
-    for choice in itertools.product(*(range(len(p)) for p in per_member)):
-        chosen = [per_member[i][c] for i, c in enumerate(choice)]
+    for choice in itertools.product(range(len(pieces)), repeat=len(members)):
+        chosen = [pieces[c] for c in choice]
         # members in the same open interval may take any realizable weak order
-        keys = [(p.kind, p.lo, p.hi, p.point) for p in chosen]
-        buckets: dict[tuple, list[int]] = {}
-        for i, key in enumerate(keys):
+        buckets: dict[int, list[int]] = {}
+        for i, c in enumerate(choice):
             if chosen[i].kind in (Kind.NUMBER, Kind.STRING) and not chosen[i].point:
-                buckets.setdefault(key, []).append(i)
-        options: list[list[tuple[int, tuple[int, ...]]]] = []
-        for idx in buckets.values():
-            if len(idx) > 1:
-                available = len(chosen[idx[0]].witnesses)
-                options.append([(0, order) for order in _weak_orders(len(idx), available)])
+                buckets.setdefault(c, []).append(i)
         shared_buckets = [idx for idx in buckets.values() if len(idx) > 1]
-        for combo in itertools.product(*options) if options else [()]:
+        options = [_weak_orders(len(idx), len(chosen[idx[0]].witnesses)) for idx in shared_buckets]
+        for combo in itertools.product(*options):
             ranks = [0] * len(members)
-            for idx, (_, order) in zip(shared_buckets, combo):
+            for idx, order in zip(shared_buckets, combo):
                 for i, r in zip(idx, order):
                     ranks[i] = r
             config = Config(tuple(chosen), tuple(ranks))
