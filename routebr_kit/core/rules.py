@@ -408,10 +408,6 @@ class PolicyEngine:
             names |= r.condition.fields()
         return names
 
-    def check_state(self, state: Mapping[str, Any]):
-        """The state-schema violations of ``state`` (``()`` when it is valid)."""
-        return self.state_schema.check(state)
-
     @property
     def versions(self) -> tuple[str, ...]:
         return tuple(sorted({r.version for r in self.rules}))

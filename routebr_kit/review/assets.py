@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import DataError, ErrorCode
-from ..core.hashing import sha256_bytes, sha256_file, sha256_json
-from ..core.records import Entity, Registry
+from ..core.hashing import sha256_bytes, sha256_file
+from ..core.records import Registry
 from ..core.rules import Rule
 from ..prompts import PROMPT_KEYS
 from ..store.assets import REGISTRY_NAMES, STATE_SCHEMA_NAME, Assets, load_assets
@@ -336,10 +336,6 @@ def prompts_with_line(path: str | Path, stage: str, line: str) -> dict[str, Any]
 def rules_prompt_view(assets: Assets) -> list[dict[str, Any]]:
     """The rule table as B2 sees it (sorted by priority, rule ID)."""
     return [r.as_dict() for r in assets.policy.rules]
-
-
-def entity_view_sha(entities: tuple[Entity, ...]) -> str:
-    return sha256_json([e.prompt_view() for e in entities])
 
 
 __all__ = ["ASSET_NAMES", "AssetEdit", "AssetFiles", "EditClass", "compare_assets", "prompt_stage_texts",

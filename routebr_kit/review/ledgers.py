@@ -100,17 +100,9 @@ class LedgerTask:
     sample: LedgerSample | None = None
 
     @cached_property
-    def receipt_set(self) -> frozenset[Path]:
-        return frozenset(self.receipts)
-
-    @cached_property
     def receipt_index(self) -> Mapping[RowKey, Path]:
         """Each receipt by the ``(case_id, repeat_id)`` it records (see :func:`receipt_index`)."""
         return receipt_index(self.receipts, str(self.manifest.get("repeat_id") or "0"))
-
-    def receipts_of(self, repeat_id: str) -> tuple[Path, ...]:
-        """The receipts of one repeat (a replay keys replies by case ID, so it must see one repeat at a time)."""
-        return tuple(p for (_, r), p in self.receipt_index.items() if r == repeat_id)
 
     @property
     def split(self) -> str:
