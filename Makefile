@@ -90,14 +90,19 @@ lab: kernel
 lint: $(STAMP)
 	$(VENV)/bin/ruff check routebr_kit tests benchmarks tools requirements
 
-# Every benchmark, written with date, machine and load to benchmarks/RESULTS.md (the only place figures live).
+# Every benchmark the documentation cites (benchmarks/run_all.py's SCRIPTS, sized to stay under about ten minutes on
+# a loaded 2-core machine), written with date, machine and load to benchmarks/RESULTS.md (the only place figures
+# live); a script whose optional extra is not installed is recorded as skipped.
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
 
-# The documentation site from docs/ (MkDocs Material + the executed notebooks), offline, warnings are errors.
+# The documentation site from docs/ (MkDocs Material + the executed notebooks), offline, warnings are errors: a
+# broken link or anchor and a page missing from nav fail the build (mkdocs.yml's validation, strict).  The extra
+# [docs] is installed under the lock's constraints, so it never moves a pinned package (.ci/run builds the site
+# before `make test`, which then runs tests/test_docs.py too).
 DOCS_STAMP := $(VENV)/.installed-docs
 $(DOCS_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[$(EXTRAS),docs]'
+	$(PY) -m pip install --quiet -c $(LOCK) --build-constraint $(LOCK) -e '.[$(EXTRAS),docs]'
 	@touch $@
 
 docs: $(DOCS_STAMP)
