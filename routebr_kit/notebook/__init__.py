@@ -1,5 +1,6 @@
-"""Notebook plumbing: the papermill pipeline, the outputs folder, display helpers (the ``%%conclusion``
-renderer) and widgets.  Each notebook states its own conclusion as a template.  A notebook's domain helpers live in their domain package (notebook
+"""Notebook plumbing: the papermill pipeline, the outputs folder, display helpers (the
+``%%conclusion`` renderer) and widgets; each notebook states its own conclusion as a template.  A notebook's domain
+helpers live in their domain package (notebook
 10's review source in :mod:`routebr_kit.review`, notebook 11's suite runs in :mod:`routebr_kit.adversarial`).
 
 The public API is :data:`__all__`; each name loads its module on first use (``from routebr_kit.notebook import X``
