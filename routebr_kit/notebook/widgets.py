@@ -53,7 +53,6 @@ PALETTE = "colorblind"
 _TRACE_ORDER = tuple(TraceStep)
 
 
-# ------------------------------------------------------------------------------------------------ figures
 
 
 def _step_colours() -> dict[str, Any]:
@@ -149,7 +148,6 @@ def _png(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-# ------------------------------------------------------------------------------------------ Figure 1 explorer
 
 
 def parse_topk(text: str) -> list[str]:
@@ -281,7 +279,6 @@ class Figure1Explorer:
         return box
 
 
-# ------------------------------------------------------------------------------------------ MetaRoute explorer
 
 #: The executor constants the explorer exposes: dotted key → (min, max, step).
 EXECUTOR_SLIDERS: Mapping[str, tuple[float, float, float]] = {
@@ -391,7 +388,6 @@ class MetaRouteExplorer:
         return box
 
 
-# --- notebook 10: the rule editor ---------------------------------------------------------------------------------
 #: The editor's summary: a table whose cells never break inside a word (the notebook's output CSS breaks any
 #: character in a ``pre``), scrolling sideways when wider than the cell; the gate lines wrap between words.
 REVIEW_CSS = ("<style>.routebr-review-summary {overflow-x: auto; max-width: 100%}"
@@ -485,7 +481,6 @@ class RuleEditor:
         return outcome
 
 
-# ------------------------------------------------------------------------------------------ session explorer
 
 
 class SessionExplorer:
