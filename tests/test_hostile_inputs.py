@@ -194,6 +194,7 @@ def _receipt_name() -> str:
     return sorted(p.name for p in ARTIFACT.joinpath(*RUN_DIR, "raw").glob("*.json"))[0]
 
 
+SESSION_RULES = (REPO / "data" / "sessions" / "rules.csv").read_text(encoding="utf-8")
 SLOTS: tuple[Slot, ...] = (
     Slot("generate", "data/catalog.csv", "csv", _text("bench", "catalog.csv"),
          lambda b: ["generate", "--data", b.inside(REPO / "routebr_kit" / "resources", "catalog.csv"),
@@ -313,6 +314,9 @@ SLOTS: tuple[Slot, ...] = (
     Slot("train-proposer", "--cases", "csv", _text("bench", CASES),
          lambda b: ["train-proposer", "--cases", b.inside(b.bench, CASES, keep=CASES), "--seeds", "0",
                     "--languages", "en", "--out", b.out]),
+    Slot("generate-sessions", "--rules", "csv", _const(SESSION_RULES),
+         lambda b: ["generate-sessions", "--rules", b.file("rules.csv"), "--sessions", "2", "--lang", "en",
+                    "--out", b.out]),
     Slot("serve-model", "--model PATH.gguf", "blob", _const(VALID_GGUF),
          lambda b: ["serve-model", "--model", b.file("model.gguf"), "--port", "1"]),
     Slot("review", "a candidate folder's adapter *.py", "path", _const("X = 1\n"),
