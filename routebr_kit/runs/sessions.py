@@ -31,7 +31,9 @@ from ..core.controller import CONTRACT_FLAGS, NO_REPAIR, Controller
 from ..core.errors import DataError, ErrorCode
 from ..core.records import Entity
 from ..core.session import Event, event_of_decision
+from ..core.strict_json import StrictJsonError, strict_loads
 from ..dataset.sessions import SessionStep
+from ..store.files import parse_json, read_text
 from .runner import CaseRecorder
 
 
@@ -100,10 +102,10 @@ class SessionLedger:
     def read(cls, path: str | Path) -> SessionLedger:
         """A ledger written by :meth:`write`; a located :class:`DataError` on a malformed line."""
         sessions: dict[str, list[RecordedRequest]] = {}
-        for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        for n, line in enumerate(read_text(path, "a session ledger (JSONL)").splitlines(), start=1):
             try:
-                record = _recorded(json.loads(line))
-            except (ValueError, KeyError, TypeError) as exc:
+                record = _recorded(parse_json(line, "a recorded session request", kind=dict, file=str(path), line=n))
+            except (KeyError, TypeError) as exc:
                 raise DataError(ErrorCode.INVALID_VALUE, "a recorded session request", file=str(path),
                                 field=f"line {n}", got=str(exc)) from None
             got = sessions.setdefault(record.session_id, [])
@@ -195,7 +197,10 @@ class ItemwiseProposer:
             if reply.failure is not None:
                 return reply
             content = reply.content
-            items.append(json.loads(content) if isinstance(content, str) else content)
+            try:  # a clause answer that is not JSON stays a string: the composite contract refuses it, typed
+                items.append(strict_loads(content) if isinstance(content, str) else content)
+            except StrictJsonError:
+                items.append(content)
         return ModelReply(content=json.dumps({"items": items}, ensure_ascii=False), model=self.name)
 
 
