@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.composite import MAX_ITEMS
-from ..core.errors import DataError, ErrorCode
+from ..core.errors import DataError, ErrorCode, parse_choice
 from ..core.records import NONE, OBJECT_FREE_TYPE, OBJECT_SENTINELS, UNRESOLVED, Boundary, Stage, Terminal
 
 TOPK_MAX = 3
@@ -40,12 +40,7 @@ class Constrain(str, enum.Enum):
 
     @classmethod
     def parse(cls, value: Constrain | str) -> Constrain:
-        if isinstance(value, Constrain):
-            return value
-        try:
-            return cls(str(value))
-        except ValueError:
-            raise DataError(ErrorCode.UNKNOWN_ENUM, "none or json-schema", field="constrain", got=value) from None
+        return parse_choice(cls, value, field="constrain", expected="none or json-schema")
 
 
 class SchemaStyle(str, enum.Enum):

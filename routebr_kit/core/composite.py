@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .contract import HeldIdentifiers, anchor_errors, guard_repair, held_identifiers, read_output
-from .errors import ContractError, DataError, ErrorCode, short_repr
+from .errors import ContractError, parse_choice, short_repr
 from .errors import ContractErrorCode as C
 
 #: The published single-item contract (the default of every command, figure and replay).
@@ -63,12 +63,7 @@ class CompositeMode(str, enum.Enum):
 
     @classmethod
     def parse(cls, value: CompositeMode | str) -> CompositeMode:
-        if isinstance(value, CompositeMode):
-            return value
-        try:
-            return cls(str(value))
-        except ValueError:
-            raise DataError(ErrorCode.UNKNOWN_ENUM, "atomic or independent", field="mode", got=value) from None
+        return parse_choice(cls, value, field="mode", expected="atomic or independent")
 
 
 def prefixed(errors: tuple[ContractError, ...], index: int) -> tuple[ContractError, ...]:

@@ -13,9 +13,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .strict_json import exceeds_depth
 
+E = TypeVar("E", bound=enum.Enum)
 
 class ErrorCode(str, enum.Enum):
     """Codes of :class:`DataError`."""
@@ -128,6 +130,18 @@ class DataError(KitError, ValueError):
         if self.detail:
             text += f" ({self.detail})"
         return text
+
+
+
+def parse_choice(kind: type[E], value: object, *, field: str, expected: str) -> E:
+    """``value`` as a member of the string enum ``kind`` (a member passes through); anything else is one
+    ``UNKNOWN_ENUM`` :class:`DataError` naming ``field`` and what was ``expected``."""
+    if isinstance(value, kind):
+        return value
+    try:
+        return kind(str(value))
+    except ValueError:
+        raise DataError(ErrorCode.UNKNOWN_ENUM, expected, field=field, got=value) from None
 
 
 class ContractErrorCode(str, enum.Enum):

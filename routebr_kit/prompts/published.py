@@ -30,7 +30,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..core.errors import ContractError, DataError, ErrorCode, short_repr
+from ..core.errors import ContractError, DataError, ErrorCode, parse_choice, short_repr
 from ..core.errors import ContractErrorCode as C
 from ..core.hashing import sha256_bytes
 from ..core.records import NONE, UNRESOLVED, Stage
@@ -54,11 +54,7 @@ class Protocol(str, enum.Enum):
 
     @classmethod
     def parse(cls, value: Protocol | str) -> Protocol:
-        try:
-            return cls(value)
-        except ValueError:
-            raise DataError(ErrorCode.UNKNOWN_ENUM, "a request protocol (kit or published)", got=value,
-                            field="protocol") from None
+        return parse_choice(cls, value, field="protocol", expected="a request protocol (kit or published)")
 
 
 def protocol_of(backend: Any) -> Protocol:
