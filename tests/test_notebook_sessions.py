@@ -1,5 +1,7 @@
-"""Notebook 14's helpers (issue 32): the session explorer re-decides on the clock and the events it is given, and
-a horizon counterexample replayed request by request reproduces the verifier's decisions."""
+"""Notebook 14's helpers (issue 32), each in its domain package: the session explorer (notebook widgets) re-decides
+on the clock and the events it is given, a horizon counterexample replayed request by request (verify) reproduces
+the verifier's decisions, a session's timeline (dataset) is the controller's view beside the gold, and the learned
+proposer (experiments) falls back to an in-memory model."""
 
 from __future__ import annotations
 
@@ -9,11 +11,13 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
+from routebr_kit.dataset.session_timeline import timeline  # noqa: E402
 from routebr_kit.dataset.sessions import generate_sessions  # noqa: E402
-from routebr_kit.notebook import sessions as S  # noqa: E402
+from routebr_kit.experiments.session_grid import open_learned  # noqa: E402
 from routebr_kit.notebook.widgets import SessionExplorer  # noqa: E402
 from routebr_kit.store.assets import load_catalog, load_rules  # noqa: E402
 from routebr_kit.verify import horizon  # noqa: E402
+from routebr_kit.verify.horizon_replay import replay_counterexample  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,9 +46,18 @@ def test_a_counterexample_replays_to_the_verifiers_decisions():
                                                      "window_s": 86400, "gt": 1}}}]}, catalog)
     (result,) = horizon.verify_horizon(catalog, policy, wrong, 2).results
     assert not result.holds and result.counterexample.confirmed
-    table, decisions = S.replay_counterexample(catalog, policy, result.counterexample)
+    rows, decisions = replay_counterexample(catalog, policy, result.counterexample)
     assert [d.final_path for d in decisions] == [d["final_path"] for d in result.counterexample.decisions[0]]
-    assert len(table) == 2 and decisions[-1].dispatched
+    assert [r["decision"] for r in rows] == [d.final_path for d in decisions]
+    assert len(rows) == 2 and decisions[-1].dispatched
+
+
+def test_a_timeline_is_the_session_as_the_controller_sees_it_beside_the_gold():
+    session = next(s for s in generate_sessions(0, "en", 10).sessions if s.scenario == "identity_expiry")
+    rows = timeline(session)
+    assert len(rows) == len(session.steps)
+    assert [r["gold"] for r in rows] == [g["final_path"] for g in session.summaries]
+    assert rows[0]["t (s)"] >= 0 and "identity_check at t=" in rows[0]["events before"]
 
 
 def test_the_explorer_decides_a_composite_request():
@@ -60,5 +73,5 @@ def test_the_explorer_decides_a_composite_request():
 
 def test_a_missing_learned_model_file_falls_back_with_a_banner(tmp_path):
     pytest.importorskip("sklearn")
-    backend, banner = S.open_learned(str(tmp_path / "no-model"), [0])
+    backend, banner = open_learned(str(tmp_path / "no-model"), [0])
     assert backend is not None and "no model file" in banner and "trained in memory" in banner

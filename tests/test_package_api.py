@@ -78,17 +78,24 @@ def test_the_notebook_helpers_and_conclusions_are_exported():
 
 def test_single_notebook_helpers_live_in_their_domain_package():
     """Issue 30: notebook/ holds the pipeline, outputs, display and widgets; a notebook's domain helpers are its
-    domain's (notebook 10's traffic and contrast in review, notebook 11's runs in adversarial)."""
+    domain's (notebook 10's traffic and contrast in review, notebook 11's runs in adversarial, notebook 14's grid in
+    experiments, its timeline in dataset, its counterexample replay in verify, its candidate review in review)."""
     from routebr_kit import adversarial, notebook, review
     from routebr_kit.adversarial import scorecard
-    from routebr_kit.experiments import proposers
-    from routebr_kit.review import calibration, shadow
+    from routebr_kit.dataset import session_timeline
+    from routebr_kit.experiments import proposers, session_grid
+    from routebr_kit.review import calibration, sessions, shadow
+    from routebr_kit.verify import horizon_replay
 
     moved = {"review_source", "release_files", "first_match_order", "transitions", "forbidden_dispatch_contrast"}
     assert moved <= set(review.__all__) and all(callable(getattr(review, n)) for n in moved)
     assert callable(calibration.calibrate_gates) and callable(shadow.trace_pair)
     assert callable(scorecard.suite_runs) and callable(scorecard.adaptive_attacks) and adversarial
     assert callable(proposers.decide_all)
+    assert callable(session_grid.run_benchmarks) and callable(session_timeline.timeline)
+    assert callable(horizon_replay.replay_counterexample) and callable(sessions.review_candidates)
     assert not (moved | {"suite_runs", "adaptive_attacks", "calibrate_gates", "trace_pair"}) & set(notebook.__all__)
     here = {p.stem for p in (Path(notebook.__file__).parent).glob("*.py")}
-    assert not here & {"attacks", "calibration_runs", "contrast", "proposers", "review_traffic", "review_widget"}
+    assert not here & {"attacks", "calibration_runs", "contrast", "proposers", "review_traffic", "review_widget",
+                        "sessions"}
+    assert {h.strip("_") for h in here} <= {"init", "pipeline", "outputs", "display", "widgets"}

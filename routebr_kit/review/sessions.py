@@ -213,5 +213,37 @@ def stale_history(replay: SessionReplay) -> tuple[tuple[str, int], ...]:
     return tuple(out)
 
 
+def review_candidates(ledger: SessionLedger, base: Controller, candidates: Mapping[str, Controller]
+                      ) -> tuple[Any, dict[str, SessionDiffReport]]:
+    """A session review of several candidate controllers against ``base``: a table (pandas) with one row per
+    candidate (sessions and requests whose decision changed, history-only changes, the requests a per-request
+    shadow on the base's history would get wrong, whether the base replay reproduces the ledger) and each
+    candidate's diff by name."""
+    import pandas as pd
+
+    rows, diffs = [], {}
+    for name, candidate in candidates.items():
+        replay = SessionReplay(ledger, base, candidate)
+        shadow, diff = shadow_sessions(replay), diff_sessions(replay)
+        diffs[name] = diff
+        rows.append({"candidate": name, "sessions": diff.sessions, "requests": diff.requests,
+                     "changed sessions": len(diff.changes), "changed requests": diff.changed_requests,
+                     "history only": diff.history_only, "per-request shadow wrong": len(stale_history(replay)),
+                     "base replay = ledger": not shadow.recorded_mismatch})
+    return pd.DataFrame(rows), diffs
+
+
+def review_facts(summary: Any, diffs: Mapping[str, SessionDiffReport], name: str) -> dict[str, Any]:
+    """The facts a conclusion states about candidate ``name`` of :func:`review_candidates`: changed sessions and
+    requests, history-only changes, per-request shadow errors, and one change described (a history-only one when
+    there is one)."""
+    diff = diffs[name]
+    first = next((c for c in diff.changes if c.history_only), diff.changes[0] if diff.changes else None)
+    stale = summary.loc[summary["candidate"] == name, "per-request shadow wrong"]
+    return {"review_sessions": len(diff.changes), "review_requests": diff.changed_requests,
+            "review_history_only": diff.history_only, "review_stale": int(stale.iloc[0]),
+            "review_first": first.describe() if first is not None else "no session changed"}
+
+
 __all__ = ["SessionChange", "SessionDiffReport", "SessionReplay", "SessionShadow", "diff_sessions",
-           "session_change", "shadow_sessions", "stale_history"]
+           "review_candidates", "review_facts", "session_change", "shadow_sessions", "stale_history"]

@@ -1,6 +1,8 @@
-"""Notebook 14 (issue 32), "Sessions, time and composite requests": the session benchmark through RouteBR, B1 and
-B2 with the simulated and the learned proposer beside the trivial-proposer floor, one session's timeline, a
-horizon counterexample replayed request by request, and the session review's first changed request.  No model
+"""The session benchmark (issue 32) through RouteBR, B1 and B2: each proposer (the simulated one and, when given,
+the learned one) on every request with its gold history, RouteBR also closed loop (each request's history made of
+its own earlier decisions), the composite requests item by item, and one score table beside the trivial-proposer
+floor.  Notebook 14 shows them; its timeline is :mod:`routebr_kit.dataset.session_timeline`, its counterexample
+replay :mod:`routebr_kit.verify.horizon_replay` and its release review :mod:`routebr_kit.review.sessions`.  No model
 call, no network."""
 
 from __future__ import annotations
@@ -13,11 +15,8 @@ from typing import Any
 import pandas as pd
 
 from ..core.aio import run_sync
-from ..core.records import NONE, UNRESOLVED, Entity, RouteRequest, RuntimeState
-from ..core.session import Event, Session, event_of_decision
 from ..store.cases import Case
-
-SYSTEMS = ("routebr", "b1", "b2")
+from .proposers import SYSTEMS
 
 
 def open_learned(model_dir: str, train_seeds: Sequence[int]) -> tuple[Any, str]:
@@ -171,79 +170,18 @@ def _row(proposer: str, system: str, s: Any, floor: Any, loop: Mapping[str, Any]
             "sessions all exact": f"{loop['sessions']}/{loop['n_sessions']}" if loop else ""}
 
 
-def timeline(session: Any) -> pd.DataFrame:
-    """One session, request by request: time since the start, the external events, the request (a composite:
-    its mode), the gold decision (per item), its rule(s) and the temporal predicates it evaluated."""
-    start = min([session.steps[0].now, *(e.at for e in session.steps[0].externals)])
-    records = []
-    for step, gold, ex in zip(session.steps, session.summaries, session.exercised):
-        records.append({"t (s)": step.now - start, "events before": ", ".join(
-            f"{e.kind} at t={e.at - start}" for e in step.externals), "request": step.utterance,
-            "amount": step.attributes.get("amount", ""), "mode": step.mode, "gold": gold["final_path"],
-            "rule": " + ".join(gold["rule_ids"]), "temporal evaluated": ", ".join(ex)})
-    return pd.DataFrame(records)
-
-
-def replay_counterexample(catalog: Any, policy: Any, cx: Any) -> tuple[pd.DataFrame, list[Any]]:
-    """A horizon counterexample's requests decided again, one by one, by a fresh controller (each request's
-    history: the external events and the earlier decisions); the table and the decisions."""
-    from ..core.controller import Controller
-    from ..verify.horizon import OBJECT
-
-    controller = Controller(catalog, policy)
-    history: list[Event] = []
-    records, decisions = [], []
-    for req in cx.requests:
-        history += [Event(**e) for e in req["external_events"]]
-        proposal = req["proposal"]
-        action = catalog[proposal["action_id"]]
-        candidates = ()
-        if action.requires_object:
-            obj = proposal["object_id"] if proposal["object_id"] not in (UNRESOLVED, NONE) else OBJECT
-            candidates = (Entity(obj, action.required_object_types[0], "witness object"),)
-        session = Session(req["now"], tuple(history), req["attributes"])
-        d = controller.decide(RouteRequest(f"cx{req['request']}", "(counterexample)", (), RuntimeState(req["state"]),
-                                           candidates, session), proposal)
-        decisions.append(d)
-        history.append(event_of_decision(d, req["now"], req["attributes"]))
-        records.append({"request": req["request"], "t (s)": req["now"],
-                        "events before": ", ".join(f"{e['kind']} at {e['at']}" for e in req["external_events"]),
-                        "proposal": f"{proposal['action_id']}@{proposal['object_id']}", "decision": d.final_path,
-                        "rule": d.rule_id, "temporal": "; ".join(o for o, _ in d.temporal_evidence())})
-    return pd.DataFrame(records), decisions
-
-
-def review_table(ledger: Any, base: Any, candidates: Mapping[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """One row per candidate controller: sessions and requests whose decision changed, history-only changes, and
-    the requests a per-request shadow (the base's history) would get wrong; and each candidate's diff."""
-    from ..review.sessions import SessionReplay, diff_sessions, shadow_sessions, stale_history
-
-    records, diffs = [], {}
-    for name, candidate in candidates.items():
-        replay = SessionReplay(ledger, base, candidate)
-        shadow, diff = shadow_sessions(replay), diff_sessions(replay)
-        diffs[name] = diff
-        records.append({"candidate": name, "sessions": diff.sessions, "requests": diff.requests,
-                        "changed sessions": len(diff.changes), "changed requests": diff.changed_requests,
-                        "history only": diff.history_only, "per-request shadow wrong": len(stale_history(replay)),
-                        "base replay = ledger": not shadow.recorded_mismatch})
-    return pd.DataFrame(records), diffs
-
-
-def conclusion_facts(audit: Mapping[str, Any], scores: pd.DataFrame, floor: Any, report: Any, cx_table: pd.DataFrame,
-                     review_summary: pd.DataFrame, strict_diff: Any, composite: pd.DataFrame,
-                     **extra: Any) -> dict[str, Any]:
-    """The facts notebook 14's conclusion is rendered from (``extra``: plain values added as they are)."""
+def grid_facts(audit: Mapping[str, Any], scores: pd.DataFrame, floor: Any, composite: pd.DataFrame
+               ) -> dict[str, Any]:
+    """The benchmark's composition (``audit``: :func:`~routebr_kit.dataset.sessions.audit_sessions`) and the
+    simulated (and learned) proposer's rows of :func:`score_grid` and :func:`composite_scores`, as the facts a
+    conclusion states (the learned ones ``"not run"`` / ``"-"`` when ``scores`` has no learned row)."""
     def row(proposer: str, system: str) -> Any:
         found = scores[(scores.proposer == proposer) & (scores.system == system)]
         return found.iloc[0] if len(found) else None
 
-    route, b1, b2, lrn = row("simulated", "routebr"), row("simulated", "b1"), row("simulated", "b2"), \
-        row("learned", "routebr")
-    refuted = next(r for r in report.results if not r.holds)
+    route, b1, b2, lrn = (row("simulated", "routebr"), row("simulated", "b1"), row("simulated", "b2"),
+                          row("learned", "routebr"))
     decided = {f"{p}_decided": c["decided"] for p, c in audit["per_predicate"].items()}
-    first = next((c for c in strict_diff.changes if c.history_only), strict_diff.changes[0] if strict_diff.changes
-                 else None)
     comp = composite.set_index(["proposer", "system"])
     return {
         "sessions": audit["sessions"], "requests": audit["requests"], **decided,
@@ -252,20 +190,15 @@ def conclusion_facts(audit: Mapping[str, Any], scores: pd.DataFrame, floor: Any,
         "composite_route_fd": int(comp.loc[("simulated", "routebr"), "items falsely dispatched"]),
         "composite_b1": comp.loc[("simulated", "b1"), "composite exact"],
         "composite_b1_fd": int(comp.loc[("simulated", "b1"), "items falsely dispatched"]),
-        "route_exact": route["exact"], "route_pct": route["exact %"], "route_fd": route["FD"],
+        "route_exact": route["exact"], "route_pct": float(route["exact %"]), "route_fd": route["FD"],
         "route_loop": route["closed-loop requests"], "route_sessions": route["sessions all exact"],
         "b1_exact": b1["exact"], "b1_fd": b1["FD"], "b2_exact": b2["exact"], "b2_fd": b2["FD"],
         "floor_action": floor.action_id, "floor_pct": 100 * floor.exact.rate,
         "above_floor": bool(route["exact %"] > 100 * floor.exact.rate), "has_learned": lrn is not None,
-        "learned_exact": lrn["exact"] if lrn is not None else "not run", "learned_fd": lrn["FD"] if lrn is not None
-        else "-", "horizon_sessions": report.sessions, "refuted": refuted.assertion.name,
-        "cx_requests": len(cx_table), "cx_confirmed": bool(refuted.counterexample.confirmed),
-        "review_sessions": len(strict_diff.changes), "review_requests": strict_diff.changed_requests,
-        "review_history_only": strict_diff.history_only,
-        "review_stale": int(review_summary["per-request shadow wrong"].iloc[-1]),
-        "review_first": first.describe() if first is not None else "no session changed", **extra,
+        "learned_exact": lrn["exact"] if lrn is not None else "not run",
+        "learned_fd": lrn["FD"] if lrn is not None else "-",
     }
 
 
-__all__ = ["SYSTEMS", "closed_loop", "composite_scores", "conclusion_facts", "decide_grid", "open_learned",
-           "replay_counterexample", "review_table", "run_benchmarks", "score_grid", "timeline"]
+__all__ = ["closed_loop", "composite_scores", "decide_grid", "grid_facts", "open_learned",
+           "run_benchmarks", "score_grid"]
