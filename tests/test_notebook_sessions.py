@@ -11,8 +11,7 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
-from routebr_kit.dataset.session_timeline import timeline  # noqa: E402
-from routebr_kit.dataset.sessions import generate_sessions  # noqa: E402
+from routebr_kit.dataset.sessions import generate_sessions, timeline  # noqa: E402
 from routebr_kit.experiments.session_grid import open_learned  # noqa: E402
 from routebr_kit.notebook.widgets import SessionExplorer  # noqa: E402
 from routebr_kit.store.assets import load_catalog, load_rules  # noqa: E402

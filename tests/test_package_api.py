@@ -82,7 +82,7 @@ def test_single_notebook_helpers_live_in_their_domain_package():
     experiments, its timeline in dataset, its counterexample replay in verify, its candidate review in review)."""
     from routebr_kit import adversarial, notebook, review
     from routebr_kit.adversarial import scorecard
-    from routebr_kit.dataset import session_timeline
+    from routebr_kit.dataset import sessions as session_cases
     from routebr_kit.experiments import proposers, session_grid
     from routebr_kit.review import calibration, sessions, shadow
     from routebr_kit.verify import horizon_replay
@@ -92,7 +92,7 @@ def test_single_notebook_helpers_live_in_their_domain_package():
     assert callable(calibration.calibrate_gates) and callable(shadow.trace_pair)
     assert callable(scorecard.suite_runs) and callable(scorecard.adaptive_attacks) and adversarial
     assert callable(proposers.decide_all)
-    assert callable(session_grid.run_benchmarks) and callable(session_timeline.timeline)
+    assert callable(session_grid.run_benchmarks) and callable(session_cases.timeline)
     assert callable(horizon_replay.replay_counterexample) and callable(sessions.review_candidates)
     assert not (moved | {"suite_runs", "adaptive_attacks", "calibrate_gates", "trace_pair"}) & set(notebook.__all__)
     here = {p.stem for p in (Path(notebook.__file__).parent).glob("*.py")}

@@ -446,5 +446,18 @@ def write_sessions(bench: SessionBenchmark | Sequence[SessionBenchmark], out_dir
     return out
 
 
+def timeline(session: SessionCase) -> list[dict[str, Any]]:
+    """One row per request: time since the session's first event (``t (s)``), the external events before it (times
+    relative to that start), the utterance, the amount, the mode of a composite request, the gold decision (a
+    composite: its items joined by ``" + "``), its rule(s) and the temporal predicates it evaluated."""
+    start = min([session.steps[0].now, *(e.at for e in session.steps[0].externals)])
+    return [{"t (s)": step.now - start,
+             "events before": ", ".join(f"{e.kind} at t={e.at - start}" for e in step.externals),
+             "request": step.utterance, "amount": step.attributes.get("amount", ""), "mode": step.mode,
+             "gold": gold["final_path"], "rule": " + ".join(gold["rule_ids"]), "temporal evaluated": ", ".join(ex)}
+            for step, gold, ex in zip(session.steps, session.summaries, session.exercised)]
+
+
+
 __all__ = ["PREDICATES", "SCENARIOS", "SessionBenchmark", "SessionCase", "SessionStep", "audit_sessions",
-           "generate_sessions", "label_session", "session_assets", "write_sessions"]
+           "generate_sessions", "label_session", "session_assets", "timeline", "write_sessions"]

@@ -1,7 +1,7 @@
 """The session benchmark (issue 32) through RouteBR, B1 and B2: each proposer (the simulated one and, when given,
 the learned one) on every request with its gold history, RouteBR also closed loop (each request's history made of
 its own earlier decisions), the composite requests item by item, and one score table beside the trivial-proposer
-floor.  Notebook 14 shows them; its timeline is :mod:`routebr_kit.dataset.session_timeline`, its counterexample
+floor.  Notebook 14 shows them; its timeline is :func:`routebr_kit.dataset.sessions.timeline`, its counterexample
 replay :mod:`routebr_kit.verify.horizon_replay` and its release review :mod:`routebr_kit.review.sessions`.  No model
 call, no network."""
 
