@@ -19,3 +19,18 @@ def test_setup_keeps_warnings_of_other_modules_visible() -> None:
     messages = [str(w.message) for w in caught]
     assert "kit deprecation" in messages and "kit future" in messages
     assert "seaborn noise" not in messages
+
+
+def test_one_line_rows_keeps_each_row_of_a_wide_table_on_one_line() -> None:
+    """Notebook 10's grouped changed rows: JupyterLab wraps a squeezed ``cases`` cell at every space (rows several
+    lines tall, issue 30); the helper's table carries a ``nowrap`` rule scoped to itself and every row of the frame."""
+    import pandas as pd
+
+    from routebr_kit.notebook.display import one_line_rows
+
+    frame = pd.DataFrame({"task": ["confirm/routebr/main", "select/x/main"],
+                          "cases": ["MAIN-0242 MAIN-0245 MAIN-0246 +12 more", "MAIN-0248 +1 more"]})
+    html = one_line_rows(frame).data
+    assert ".routebr-one-line td, .routebr-one-line th {white-space: nowrap;}" in html
+    assert html.startswith('<div class="routebr-one-line">') and html.endswith("</div>")
+    assert all(case in html for case in frame["cases"]) and html.count("</tr>") == 1 + len(frame)

@@ -15,6 +15,7 @@ from .. import lazy_exports
 _EXPORTS: dict[str, str] = {
     "ConclusionError": "display",
     "decisions_table": "display",
+    "one_line_rows": "display",
     "render_conclusion": "display",
     "outcome_figure": "display",
     "setup": "display",

@@ -35,6 +35,16 @@ def setup() -> None:
         pass
 
 
+def one_line_rows(frame: pd.DataFrame) -> Any:
+    """``frame`` as an HTML table whose cells never wrap. JupyterLab squeezes the columns of a table wider than the
+    page and wraps every cell that holds a space, so a grouped table with a ``cases`` column grows rows several lines
+    tall; with ``nowrap`` (scoped to this table) each row stays one line and the table scrolls sideways instead."""
+    from IPython.display import HTML
+
+    style = "<style>.routebr-one-line td, .routebr-one-line th {white-space: nowrap;}</style>"
+    return HTML(f'<div class="routebr-one-line">{style}{frame.to_html()}</div>')
+
+
 def trace_table(decision: Decision) -> pd.DataFrame:
     """One row per step of the decision's trace."""
     return pd.DataFrame([{"step": t.step.value, "outcome": t.outcome, "detail": t.detail}
