@@ -31,10 +31,12 @@ from .composite import (
     COMPOSITE_CONTRACT_VERSION,
     COMPOSITE_FLAGS,
     CompositeMode,
-    CompositeProtocol,
     CompositeResult,
+    anchor_items,
     check_composite,
     composite_schema,
+    guard_items,
+    hold_items,
 )
 from .contract import PROPOSAL_SCHEMA
 from .controller import Controller, OneCallRouter, Replies, StoredReplies
@@ -225,7 +227,7 @@ def _composite_events(d: CompositeDecision) -> list[TraceEvent]:
 # --------------------------------------------------------------------------------------------- the routers
 
 
-class CompositeRouter(CompositeProtocol, OneCallRouter):
+class CompositeRouter(OneCallRouter):
     """The composite request loop over a single-item router: one call, then each item in order
     (:meth:`decide_item`), assembled under the request's mode.  Subclasses give the single-item check, the
     payload, :meth:`decide_item` and optionally :meth:`admit`."""
@@ -233,6 +235,10 @@ class CompositeRouter(CompositeProtocol, OneCallRouter):
     __slots__ = ("mode",)
     system: str
     fallback_terminal: Terminal
+    # The call protocol's repair rule, held item by item (:mod:`routebr_kit.core.composite`).
+    repair_hold = staticmethod(hold_items)
+    repair_anchor = staticmethod(anchor_items)
+    repair_guard = staticmethod(guard_items)
 
     async def admit(self, request: RouteRequest) -> Any:
         """A fail-closed decision made before any model call, or ``None``."""

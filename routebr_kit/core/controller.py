@@ -251,11 +251,8 @@ class OneCallRouter:
     # The repair rule's three steps (see :mod:`routebr_kit.core.contract`, "repair guard"): what a first reply
     # holds, why no repair can be held to it, and what a repaired reply changed.  A composite router
     # (:mod:`routebr_kit.core.composite`) holds each item of a list to the same rule.
-    def repair_hold(self, read: Any) -> Any:
-        return held_identifiers(read)
-
-    def repair_anchor(self, held: Any) -> tuple:
-        return anchor_errors(held)
+    repair_hold = staticmethod(held_identifiers)
+    repair_anchor = staticmethod(anchor_errors)
 
     def repair_guard(self, held: Any, repaired: Any) -> tuple:
         return guard_repair(held, repaired.as_contract())
