@@ -43,7 +43,7 @@ from .controller import Controller, OneCallRouter, Replies, StoredReplies
 from .decision import ContractLog, TraceEvent, TraceStep, jsonable
 from .errors import short_repr
 from .records import ReasonCode, RouteRequest, Stage, Terminal
-from .session import Event, Session, check_session
+from .session import Event, Session, check_session, event_of_decision
 from .strict_json import encodable, escape_surrogates
 
 
@@ -326,7 +326,7 @@ class CompositeController(CompositeRouter):
         item_request = request if carry is None else request.with_session(carry)
         decision = await self.controller.run(item_request, StoredReplies(output))
         if carry is not None:
-            carry = carry.recorded(decision.terminal.value, decision.action_id, decision.object_id)
+            carry = carry.with_event(event_of_decision(decision, carry.now, carry.attributes))
         return decision, carry
 
     def __repr__(self) -> str:
