@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from routebr_kit.core.controller import Controller
+from routebr_kit.core.decision import SessionDecision
 from routebr_kit.core.errors import DataError
 from routebr_kit.core.records import Entity, RouteRequest, RuntimeState, Terminal
 from routebr_kit.core.rules import Condition
 from routebr_kit.core.session import MAX_EVENTS, check_session
-from routebr_kit.core.session_decision import SessionDecision
 from routebr_kit.core.temporal import parse_temporal
 from routebr_kit.store.assets import load_catalog, load_rules
 

@@ -40,11 +40,11 @@ from .composite import (
 )
 from .contract import PROPOSAL_SCHEMA
 from .controller import Controller, OneCallRouter, Replies, StoredReplies
-from .decision import ContractLog, TraceEvent, TraceStep, jsonable
+from .decision import ContractLog, TraceEvent, TraceStep, escaped, jsonable
 from .errors import short_repr
 from .records import ReasonCode, RouteRequest, Stage, Terminal
 from .session import Event, Session, check_session, event_of_decision
-from .strict_json import encodable, escape_surrogates
+from .strict_json import encodable
 
 
 class CompositeStep(str, enum.Enum):
@@ -169,8 +169,7 @@ class CompositeDecision:
         return session
 
     def trace(self) -> tuple[TraceEvent, ...]:
-        return tuple(TraceEvent(e.step, escape_surrogates(e.outcome), escape_surrogates(e.detail))
-                     for e in _composite_events(self))
+        return escaped(_composite_events(self))
 
     def as_dict(self) -> dict[str, Any]:
         return encodable({
@@ -185,7 +184,7 @@ class CompositeDecision:
             "repair_attempted": self.repair_attempted, "errors": [e.as_dict() for e in self.errors],
             "failure": None if self.log is None or self.log.failure is None else self.log.failure.as_dict(),
             "state_decision": None if self.state_decision is None else self.state_decision.as_dict(),
-            "trace": [{"step": t.step.value, "outcome": t.outcome, "detail": t.detail} for t in self.trace()],
+            "trace": [t.as_dict() for t in self.trace()],
         })
 
 

@@ -46,6 +46,7 @@ from .decision import (
     Decision,
     DecisionContext,
     Outcome,
+    SessionDecision,
     TraceEvent,
     TraceStep,
     jsonable,
@@ -64,8 +65,8 @@ from .records import (
     Terminal,
 )
 from .rules import PolicyEngine
-from .session import SessionValues
-from .session_decision import session_of, with_session
+from .session import SessionValues, check_session
+from .state import StateErrorCode, StateViolation
 
 #: The contract flags sent with every proposal payload (the published shape).
 CONTRACT_FLAGS = {
@@ -303,12 +304,13 @@ class Controller(OneCallRouter):
 
         A request with a session (or any request, on a program with a temporal rule) has its session checked with
         its state, and the rules read it (:mod:`routebr_kit.core.session`); the decision is then a
-        :class:`~routebr_kit.core.session_decision.SessionDecision`.  Without a session, nothing changes."""
-        if request.session is None and not self.policy.temporal:
-            return await self._run(request, replies, None, ())
-        session, session_errors = session_of(request, self.catalog.ids)
-        decision = await self._run(request, replies, session, session_errors)
-        return decision if request.session is None else with_session(decision, session)
+        :class:`~routebr_kit.core.decision.SessionDecision`.  Without a session, nothing changes."""
+        if request.session is None:
+            if not self.policy.temporal:
+                return await self._run(request, replies, None, ())
+            return await self._run(request, replies, None, (StateViolation(StateErrorCode.MISSING_FIELD, "session"),))
+        session, session_errors = check_session(request.session, self.catalog.ids)
+        return SessionDecision.of(await self._run(request, replies, session, session_errors), session)
 
     async def _run(self, request: RouteRequest, replies: Replies, session: Any, session_errors: tuple) -> Decision:
         options, context, request_id = self.options, self._context, request.request_id
