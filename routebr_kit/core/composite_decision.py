@@ -15,8 +15,9 @@
    the first one that does not dispatch; if there is one, its terminal is the request's, no item is dispatched
    (earlier items are ``WITHHELD``, later ones ``SKIPPED``, never decided).
 
-:class:`CompositeRouter` is the shared loop; the B1/B2 one-call variants are in
-:mod:`routebr_kit.systems.composite`.  A :class:`CompositeDecision` records every item's decision and a trace.
+:class:`CompositeRouter` is the shared loop; the B1/B2 one-call variant is
+:class:`~routebr_kit.systems.baselines.CompositeBaseline`.  A :class:`CompositeDecision` records every item's
+decision and a trace.
 """
 
 from __future__ import annotations

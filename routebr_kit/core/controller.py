@@ -258,14 +258,6 @@ class OneCallRouter:
     def repair_guard(self, held: Any, repaired: Any) -> tuple:
         return guard_repair(held, repaired.as_contract())
 
-    def _accept(self, request: RouteRequest, first_output: Any, checked: Any) -> Any:
-        """A checked first output without a repair: emitted if valid, else fail closed (the published protocol of
-        the baselines)."""
-        if not checked.ok:
-            return self._fail_closed(request, ReasonCode.FAIL_CLOSED_INVALID_OUTPUT, first_output,
-                                     ContractLog(checked.errors))
-        return self._emit(request, checked, first_output, None)
-
 
 # --------------------------------------------------------------------------------------------- the controller
 

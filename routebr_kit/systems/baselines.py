@@ -18,17 +18,20 @@ published rules accept what the published run accepted: FLIP-0048's B2 route ``A
 ``SSE:510880`` (an object on an object-free action), which the kit's rules send to repair.  Whatever the kit
 accepts, the published rules accept too, with the same route (property-tested).
 
-B2 diagnostic: :func:`rule_citation` checks whether the cited rule is the true first match of the rule engine.
+Composite requests: :class:`CompositeBaseline`.  B2 diagnostic: :func:`rule_citation` checks whether the cited rule
+is the true first match of the rule engine.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 # The controller's private call helpers are shared on purpose: one exception-to-failure policy for every caller.
 from ..core.calls import Backend, ModelCall
+from ..core.composite import COMPOSITE_FLAGS, CompositeMode, CompositeResult, check_composite, composite_schema
+from ..core.composite_decision import CompositeRouter
 from ..core.contract import ContractResult, check_action, check_object, check_topk, parse_output, repair_payload
 from ..core.controller import NO_REPAIR, ContractLog, OneCallRouter, Outcome, ask_backend, failure_reason, jsonable
 from ..core.errors import ContractError, DataError, ErrorCode, short_repr
@@ -305,6 +308,13 @@ class DirectBaseline(OneCallRouter):
             return self._accept(request, first_output, checked)
         return self._published_repair(request, first_output, checked, repair_output)
 
+    def _accept(self, request: RouteRequest, first_output: Any, checked: DirectResult) -> DirectDecision:
+        """A checked first output without a repair: emitted if valid, else fail closed."""
+        if not checked.ok:
+            return self._fail_closed(request, ReasonCode.FAIL_CLOSED_INVALID_OUTPUT, first_output,
+                                     ContractLog(checked.errors))
+        return self._emit(request, checked, first_output, None)
+
     def _published_repair(self, request: RouteRequest, first_output: Any, first: DirectResult,
                           repaired_output: Any) -> DirectDecision:
         repaired = self.check(repaired_output, request)
@@ -353,6 +363,69 @@ def prediction_from_direct(decision: DirectDecision, *, repeat_id: str = "0", re
     )
 
 
+# --------------------------------------------------------------------------------------------- composite requests
+
+
+class CompositeBaseline(CompositeRouter):
+    """B1 or B2 for composite requests (issue 32, item 3), over a kit-protocol :class:`DirectBaseline`.
+
+    One call proposes an ordered list of one to three baseline routes under the composite contract
+    (:mod:`routebr_kit.core.composite`): each item is what B1 (resp. B2) answers for one request, ``topk``
+    optional, validated by the baseline's own check, one format-only repair held item by item, otherwise the
+    baseline's fail-closed terminal for the whole request.  Each accepted item becomes the baseline's route as for
+    a single request (its own terminal trusted, as published); the request's mode (``atomic`` / ``independent``)
+    assembles them exactly as for RouteBR (:func:`~routebr_kit.core.composite_decision.assemble`).  The baselines
+    read no session, so earlier items change nothing for later ones.  Kit request protocol only.
+    """
+
+    __slots__ = ("baseline",)
+
+    def __init__(self, baseline: DirectBaseline, mode: CompositeMode | str = CompositeMode.ATOMIC) -> None:
+        if not isinstance(baseline, DirectBaseline) or baseline.protocol is not Protocol.KIT:
+            raise DataError(ErrorCode.INVALID_VALUE, "a DirectBaseline of the kit request protocol",
+                            got=baseline, field="baseline")
+        self.baseline = baseline
+        self.mode = CompositeMode.parse(mode)
+
+    @classmethod
+    def for_system(cls, system: System | str, catalog: Catalog, policy: PolicyEngine,
+                   mode: CompositeMode | str = CompositeMode.ATOMIC, **options: Any) -> CompositeBaseline:
+        return cls(DirectBaseline.for_system(system, catalog, policy, **options), mode)
+
+    @property
+    def stage(self) -> Stage:  # type: ignore[override]
+        return Stage(self.baseline.stage.value + "_COMPOSITE")
+
+    @property
+    def schema(self) -> Mapping[str, Any]:  # type: ignore[override]
+        return composite_schema(self.baseline.schema)
+
+    @property
+    def system(self) -> str:  # type: ignore[override]
+        return self.baseline.system.value
+
+    @property
+    def fallback_terminal(self) -> Terminal:  # type: ignore[override]
+        return self.baseline.fallback
+
+    @property
+    def repair_enabled(self) -> bool:
+        return self.baseline.repair
+
+    def payload(self, request: RouteRequest) -> dict[str, Any]:
+        return {**self.baseline.payload(request), "contract": dict(COMPOSITE_FLAGS)}
+
+    def check(self, raw: Any, request: RouteRequest) -> CompositeResult:
+        return check_composite(raw, lambda output: self.baseline.check(output, request))
+
+    async def decide_item(self, request: RouteRequest, result: DirectResult, output: dict[str, Any],
+                          carry: Any) -> tuple[DirectDecision, Any]:
+        return self.baseline._emit(request, result, output, None), carry
+
+    def __repr__(self) -> str:
+        return f"CompositeBaseline({self.mode.value}, {self.baseline!r})"
+
+
 # --------------------------------------------------------------------------------------------- B2 diagnostic
 
 
@@ -372,18 +445,6 @@ class RuleCitation:
         return {"cited": self.cited, "first_match": self.first_match, "correct": self.correct}
 
 
-@dataclass(frozen=True, slots=True)
-class CitationSummary:
-    """Rule-citation accuracy over the accepted B2 routes (fail-closed rows cite nothing and are excluded)."""
-
-    cited: int
-    correct: int
-
-    @property
-    def accuracy(self) -> float:
-        return self.correct / self.cited if self.cited else 0.0
-
-
 def rule_citation(decision: DirectDecision, request: RouteRequest, policy: PolicyEngine) -> RuleCitation | None:
     """Is the cited rule the true first match (``PolicyEngine.evaluate``)?  ``None`` when nothing was cited."""
     if not decision.rule_ids:
@@ -392,11 +453,6 @@ def rule_citation(decision: DirectDecision, request: RouteRequest, policy: Polic
     return RuleCitation(decision.request_id, decision.rule_ids[0], truth)
 
 
-def rule_citation_accuracy(citations: Iterable[RuleCitation | None]) -> CitationSummary:
-    given = [c for c in citations if c is not None]
-    return CitationSummary(len(given), sum(c.correct for c in given))
-
-
-__all__ = ["DIRECT_SCHEMA", "GUARD_SCHEMA", "CitationSummary", "DirectBaseline", "DirectDecision", "DirectResult",
+__all__ = ["DIRECT_SCHEMA", "GUARD_SCHEMA", "CompositeBaseline", "DirectBaseline", "DirectDecision", "DirectResult",
            "DirectRoute", "RuleCitation", "check_direct", "check_direct_published", "direct_payload",
-           "prediction_from_direct", "rule_citation", "rule_citation_accuracy"]
+           "prediction_from_direct", "rule_citation"]
