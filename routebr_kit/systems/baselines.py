@@ -28,12 +28,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# The controller's private call helpers are shared on purpose: one exception-to-failure policy for every caller.
-from ..core.calls import Backend, ModelCall
 from ..core.composite import COMPOSITE_FLAGS, CompositeMode, CompositeResult, check_composite, composite_schema
 from ..core.composite_decision import CompositeRouter
 from ..core.contract import ContractResult, check_action, check_object, check_topk, parse_output, repair_payload
-from ..core.controller import NO_REPAIR, ContractLog, OneCallRouter, Outcome, ask_backend, failure_reason, jsonable
+from ..core.controller import ContractLog, OneCallRouter, Outcome, Replies, failure_reason, jsonable
 from ..core.errors import ContractError, DataError, ErrorCode, short_repr
 from ..core.errors import ContractErrorCode as C
 from ..core.records import NONE, Boundary, Catalog, Entity, Proposal, ReasonCode, RouteRequest, Stage, System, Terminal
@@ -278,50 +276,34 @@ class DirectBaseline(OneCallRouter):
         validate = check_direct if self.protocol is Protocol.KIT else check_direct_published
         return validate(raw, self.catalog, request.candidate_index, self.policy if self.guard else None)
 
-    # The published call protocol (``protocol=published``): every rejected first reply gets its one repair call
-    # (no anchoring precondition), and the repaired reply is only re-validated (no guard on what it changes).
-    # The kit protocol keeps :class:`OneCallRouter`'s stricter repair rule.
-
-    async def aroute(self, request: RouteRequest, backend: Backend) -> DirectDecision:
+    async def run(self, request: RouteRequest, replies: Replies) -> DirectDecision:
+        """The kit protocol keeps :class:`OneCallRouter`'s repair rule.  The published one (``protocol=published``):
+        every rejected first reply gets its one repair call (no anchoring precondition), and the repaired reply is
+        only re-validated (no guard on what it changes)."""
         if self.protocol is Protocol.KIT:
-            return await super().aroute(request, backend)
-        payload = self.payload(request)
-        first = await ask_backend(backend, ModelCall(request.request_id, self.stage, payload))
+            return await super().run(request, replies)
+        first = await replies.ask(self.stage, lambda: self.payload(request))
+        assert first is not None  # (only a repair can be missing)
         if first.failure is not None:
             return self._fail_closed(request, failure_reason(first.failure), None, ContractLog(failure=first.failure))
-        checked = self.check(first.content, request)
-        if checked.ok or not self.repair:
-            return self._accept(request, first.content, checked)
-        call = ModelCall(request.request_id, self.stage.repair_stage,
-                         repair_payload(self.stage, first.content, checked.errors, payload, self.schema))
-        second = await ask_backend(backend, call)  # the backend sends the published repair payload
+        output, checked = first.content, self.check(first.content, request)
+        second = None
+        if not checked.ok and self.repair:  # the published repair payload
+            second = await replies.ask(self.stage.repair_stage, lambda: repair_payload(
+                self.stage, output, checked.errors, self.payload(request), self.schema))
+        if second is None:  # accepted, no repair, or none recorded
+            if not checked.ok:
+                return self._fail_closed(request, ReasonCode.FAIL_CLOSED_INVALID_OUTPUT, output,
+                                         ContractLog(checked.errors))
+            return self._emit(request, checked, output, None)
         if second.failure is not None:
-            return self._fail_closed(request, failure_reason(second.failure), first.content,
+            return self._fail_closed(request, failure_reason(second.failure), output,
                                      ContractLog(checked.errors, True, None, (), second.failure))
-        return self._published_repair(request, first.content, checked, second.content)
-
-    def decide(self, request: RouteRequest, first_output: Any, repair_output: Any = NO_REPAIR) -> DirectDecision:
-        if self.protocol is Protocol.KIT:
-            return super().decide(request, first_output, repair_output)
-        checked = self.check(first_output, request)
-        if checked.ok or not self.repair or repair_output is NO_REPAIR:
-            return self._accept(request, first_output, checked)
-        return self._published_repair(request, first_output, checked, repair_output)
-
-    def _accept(self, request: RouteRequest, first_output: Any, checked: DirectResult) -> DirectDecision:
-        """A checked first output without a repair: emitted if valid, else fail closed."""
-        if not checked.ok:
-            return self._fail_closed(request, ReasonCode.FAIL_CLOSED_INVALID_OUTPUT, first_output,
-                                     ContractLog(checked.errors))
-        return self._emit(request, checked, first_output, None)
-
-    def _published_repair(self, request: RouteRequest, first_output: Any, first: DirectResult,
-                          repaired_output: Any) -> DirectDecision:
-        repaired = self.check(repaired_output, request)
+        repaired = self.check(second.content, request)
+        log = ContractLog(checked.errors, True, second.content, repaired.errors)
         if not repaired.ok:
-            return self._fail_closed(request, ReasonCode.FAIL_CLOSED_INVALID_OUTPUT, first_output,
-                                     ContractLog(first.errors, True, repaired_output, repaired.errors))
-        return self._emit(request, repaired, first_output, ContractLog(first.errors, True, repaired_output))
+            return self._fail_closed(request, ReasonCode.FAIL_CLOSED_INVALID_OUTPUT, output, log)
+        return self._emit(request, repaired, output, log)
 
     @property
     def repair_enabled(self) -> bool:
