@@ -362,15 +362,13 @@ class Controller(OneCallRouter):
             "contract": dict(CONTRACT_FLAGS),
         }
 
+    payload = proposal_payload  # (the call protocol's hook)
     stage = Stage.ROUTEBR
     schema = PROPOSAL_SCHEMA
 
     @property
     def repair_enabled(self) -> bool:
         return self.options.repair
-
-    def payload(self, request: RouteRequest) -> dict[str, Any]:
-        return self.proposal_payload(request)
 
     def check(self, raw: Any, request: RouteRequest) -> ContractResult:
         return check_proposal(raw, self.catalog, request.candidate_index)
