@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from routebr_kit.core.controller import Controller
+from routebr_kit.core.decision import SessionDecision
 from routebr_kit.core.errors import DataError
 from routebr_kit.core.records import Entity, RouteRequest, RuntimeState, Terminal
 from routebr_kit.core.rules import Condition
-from routebr_kit.core.session import MAX_EVENTS, Session, check_session
-from routebr_kit.core.session_decision import SessionDecision
+from routebr_kit.core.session import MAX_EVENTS, check_session
 from routebr_kit.core.temporal import parse_temporal
 from routebr_kit.store.assets import load_catalog, load_rules
 
@@ -159,7 +159,8 @@ def predicates(draw):
 def test_temporal_predicates_match_the_reference(pred, session):
     op, spec = pred
     (p,) = parse_temporal(op, spec)
-    parsed = Session.parse(session, CATALOG.ids)
+    parsed, violations = check_session(session, CATALOG.ids)
+    assert not violations
     value, evidence = p.evaluate(parsed)
     assert value == reference(op, spec, session)
     # the evidence is made of matching events of the history

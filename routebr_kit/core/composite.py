@@ -1,7 +1,7 @@
 """The composite contract (issue 32, item 3): one model call proposes an ordered list of one to three items.
 
 Contract version :data:`COMPOSITE_CONTRACT_VERSION` (``routebr-composite/1``); the published single-item contract
-(:data:`SINGLE_CONTRACT_VERSION`, :mod:`routebr_kit.core.contract`) stays the default, and nothing here changes it.
+(``routebr/1``, :mod:`routebr_kit.core.contract`) stays the default, and nothing here changes it.
 An answer is one JSON object::
 
     {"items": [{"action_id": "A2_ACCOUNT_LOOKUP", "object_id": "NONE"},
@@ -36,8 +36,6 @@ from .contract import HeldIdentifiers, anchor_errors, guard_repair, held_identif
 from .errors import ContractError, parse_choice, short_repr
 from .errors import ContractErrorCode as C
 
-#: The published single-item contract (the default of every command, figure and replay).
-SINGLE_CONTRACT_VERSION = "routebr/1"
 #: The composite contract of this module.
 COMPOSITE_CONTRACT_VERSION = "routebr-composite/1"
 MAX_ITEMS = 3
@@ -50,8 +48,6 @@ COMPOSITE_FLAGS: Mapping[str, Any] = {
     "lower_ranked_candidates_are_diagnostic_only": True,
     "object_ids_are_closed_list": True,
 }
-#: The list a composite answer is, restated to the repair model around the item schema.
-ITEMS_SCHEMA_TEXT = "items: ordered list of 1-3 unique items, each {item}; topk optional"
 
 
 class CompositeMode(str, enum.Enum):
@@ -84,13 +80,6 @@ class CompositeResult:
     @property
     def ok(self) -> bool:
         return self.results is not None
-
-    @property
-    def codes(self) -> tuple[C, ...]:
-        return tuple(e.code for e in self.errors)
-
-    def as_contract(self) -> CompositeResult:
-        return self
 
 
 def item_list(obj: Mapping[str, Any] | None) -> tuple[list[dict[str, Any]] | None, tuple[ContractError, ...]]:
@@ -180,28 +169,12 @@ def guard_items(held: HeldItems, repaired: CompositeResult) -> tuple[ContractErr
                  for e in prefixed(guard_repair(h, r.as_contract()), i))
 
 
-class CompositeProtocol:
-    """The call protocol's repair hooks for a composite router (mixed in before
-    :class:`~routebr_kit.core.controller.OneCallRouter`)."""
-
-    __slots__ = ()
-
-    def repair_hold(self, read: Any) -> HeldItems:
-        return hold_items(read)
-
-    def repair_anchor(self, held: HeldItems) -> tuple[ContractError, ...]:
-        return anchor_items(held)
-
-    def repair_guard(self, held: HeldItems, repaired: CompositeResult) -> tuple[ContractError, ...]:
-        return guard_items(held, repaired)
-
-
 def composite_schema(item_schema: Mapping[str, Any]) -> dict[str, Any]:
     """The target schema restated to a composite repair model: the list around the single-item schema."""
     item = "{" + ", ".join(f"{k}: {v}" for k, v in item_schema.items() if k != "topk") + "}"
-    return {"items": ITEMS_SCHEMA_TEXT.replace("{item}", item)}
+    return {"items": f"items: ordered list of 1-3 unique items, each {item}; topk optional"}
 
 
-__all__ = ["COMPOSITE_CONTRACT_VERSION", "COMPOSITE_FLAGS", "CompositeMode", "CompositeProtocol", "CompositeResult",
-           "HeldItems", "MAX_ITEMS", "SINGLE_CONTRACT_VERSION", "anchor_items", "check_composite",
-           "composite_schema", "guard_items", "hold_items", "item_list", "item_output", "prefixed"]
+__all__ = ["COMPOSITE_CONTRACT_VERSION", "COMPOSITE_FLAGS", "CompositeMode", "CompositeResult", "HeldItems",
+           "MAX_ITEMS", "anchor_items", "check_composite", "composite_schema", "guard_items", "hold_items", "item_list",
+           "item_output", "prefixed"]

@@ -15,8 +15,9 @@
    the first one that does not dispatch; if there is one, its terminal is the request's, no item is dispatched
    (earlier items are ``WITHHELD``, later ones ``SKIPPED``, never decided).
 
-:class:`CompositeRouter` is the shared loop; the B1/B2 one-call variants are in
-:mod:`routebr_kit.systems.composite`.  A :class:`CompositeDecision` records every item's decision and a trace.
+:class:`CompositeRouter` is the shared loop; the B1/B2 one-call variant is
+:class:`~routebr_kit.systems.baselines.CompositeBaseline`.  A :class:`CompositeDecision` records every item's
+decision and a trace.
 """
 
 from __future__ import annotations
@@ -31,18 +32,20 @@ from .composite import (
     COMPOSITE_CONTRACT_VERSION,
     COMPOSITE_FLAGS,
     CompositeMode,
-    CompositeProtocol,
     CompositeResult,
+    anchor_items,
     check_composite,
     composite_schema,
+    guard_items,
+    hold_items,
 )
 from .contract import PROPOSAL_SCHEMA
 from .controller import Controller, OneCallRouter, Replies, StoredReplies
-from .decision import ContractLog, TraceEvent, TraceStep, jsonable
+from .decision import ContractLog, TraceEvent, TraceStep, escaped, jsonable
 from .errors import short_repr
 from .records import ReasonCode, RouteRequest, Stage, Terminal
-from .session import Event, Session, check_session
-from .strict_json import encodable, escape_surrogates
+from .session import Event, Session, check_session, event_of_decision
+from .strict_json import encodable
 
 
 class CompositeStep(str, enum.Enum):
@@ -167,8 +170,7 @@ class CompositeDecision:
         return session
 
     def trace(self) -> tuple[TraceEvent, ...]:
-        return tuple(TraceEvent(e.step, escape_surrogates(e.outcome), escape_surrogates(e.detail))
-                     for e in _composite_events(self))
+        return escaped(_composite_events(self))
 
     def as_dict(self) -> dict[str, Any]:
         return encodable({
@@ -183,7 +185,7 @@ class CompositeDecision:
             "repair_attempted": self.repair_attempted, "errors": [e.as_dict() for e in self.errors],
             "failure": None if self.log is None or self.log.failure is None else self.log.failure.as_dict(),
             "state_decision": None if self.state_decision is None else self.state_decision.as_dict(),
-            "trace": [{"step": t.step.value, "outcome": t.outcome, "detail": t.detail} for t in self.trace()],
+            "trace": [t.as_dict() for t in self.trace()],
         })
 
 
@@ -225,7 +227,7 @@ def _composite_events(d: CompositeDecision) -> list[TraceEvent]:
 # --------------------------------------------------------------------------------------------- the routers
 
 
-class CompositeRouter(CompositeProtocol, OneCallRouter):
+class CompositeRouter(OneCallRouter):
     """The composite request loop over a single-item router: one call, then each item in order
     (:meth:`decide_item`), assembled under the request's mode.  Subclasses give the single-item check, the
     payload, :meth:`decide_item` and optionally :meth:`admit`."""
@@ -233,6 +235,10 @@ class CompositeRouter(CompositeProtocol, OneCallRouter):
     __slots__ = ("mode",)
     system: str
     fallback_terminal: Terminal
+    # The call protocol's repair rule, held item by item (:mod:`routebr_kit.core.composite`).
+    repair_hold = staticmethod(hold_items)
+    repair_anchor = staticmethod(anchor_items)
+    repair_guard = staticmethod(guard_items)
 
     async def admit(self, request: RouteRequest) -> Any:
         """A fail-closed decision made before any model call, or ``None``."""
@@ -320,7 +326,7 @@ class CompositeController(CompositeRouter):
         item_request = request if carry is None else request.with_session(carry)
         decision = await self.controller.run(item_request, StoredReplies(output))
         if carry is not None:
-            carry = carry.recorded(decision.terminal.value, decision.action_id, decision.object_id)
+            carry = carry.with_event(event_of_decision(decision, carry.now, carry.attributes))
         return decision, carry
 
     def __repr__(self) -> str:

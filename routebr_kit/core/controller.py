@@ -46,6 +46,7 @@ from .decision import (
     Decision,
     DecisionContext,
     Outcome,
+    SessionDecision,
     TraceEvent,
     TraceStep,
     jsonable,
@@ -64,8 +65,8 @@ from .records import (
     Terminal,
 )
 from .rules import PolicyEngine
-from .session import SessionValues
-from .session_decision import session_of, with_session
+from .session import SessionValues, check_session
+from .state import StateErrorCode, StateViolation
 
 #: The contract flags sent with every proposal payload (the published shape).
 CONTRACT_FLAGS = {
@@ -251,22 +252,11 @@ class OneCallRouter:
     # The repair rule's three steps (see :mod:`routebr_kit.core.contract`, "repair guard"): what a first reply
     # holds, why no repair can be held to it, and what a repaired reply changed.  A composite router
     # (:mod:`routebr_kit.core.composite`) holds each item of a list to the same rule.
-    def repair_hold(self, read: Any) -> Any:
-        return held_identifiers(read)
-
-    def repair_anchor(self, held: Any) -> tuple:
-        return anchor_errors(held)
+    repair_hold = staticmethod(held_identifiers)
+    repair_anchor = staticmethod(anchor_errors)
 
     def repair_guard(self, held: Any, repaired: Any) -> tuple:
         return guard_repair(held, repaired.as_contract())
-
-    def _accept(self, request: RouteRequest, first_output: Any, checked: Any) -> Any:
-        """A checked first output without a repair: emitted if valid, else fail closed (the published protocol of
-        the baselines)."""
-        if not checked.ok:
-            return self._fail_closed(request, ReasonCode.FAIL_CLOSED_INVALID_OUTPUT, first_output,
-                                     ContractLog(checked.errors))
-        return self._emit(request, checked, first_output, None)
 
 
 # --------------------------------------------------------------------------------------------- the controller
@@ -306,12 +296,13 @@ class Controller(OneCallRouter):
 
         A request with a session (or any request, on a program with a temporal rule) has its session checked with
         its state, and the rules read it (:mod:`routebr_kit.core.session`); the decision is then a
-        :class:`~routebr_kit.core.session_decision.SessionDecision`.  Without a session, nothing changes."""
-        if request.session is None and not self.policy.temporal:
-            return await self._run(request, replies, None, ())
-        session, session_errors = session_of(request, self.catalog.ids)
-        decision = await self._run(request, replies, session, session_errors)
-        return decision if request.session is None else with_session(decision, session)
+        :class:`~routebr_kit.core.decision.SessionDecision`.  Without a session, nothing changes."""
+        if request.session is None:
+            if not self.policy.temporal:
+                return await self._run(request, replies, None, ())
+            return await self._run(request, replies, None, (StateViolation(StateErrorCode.MISSING_FIELD, "session"),))
+        session, session_errors = check_session(request.session, self.catalog.ids)
+        return SessionDecision.of(await self._run(request, replies, session, session_errors), session)
 
     async def _run(self, request: RouteRequest, replies: Replies, session: Any, session_errors: tuple) -> Decision:
         options, context, request_id = self.options, self._context, request.request_id
@@ -371,15 +362,13 @@ class Controller(OneCallRouter):
             "contract": dict(CONTRACT_FLAGS),
         }
 
+    payload = proposal_payload  # (the call protocol's hook)
     stage = Stage.ROUTEBR
     schema = PROPOSAL_SCHEMA
 
     @property
     def repair_enabled(self) -> bool:
         return self.options.repair
-
-    def payload(self, request: RouteRequest) -> dict[str, Any]:
-        return self.proposal_payload(request)
 
     def check(self, raw: Any, request: RouteRequest) -> ContractResult:
         return check_proposal(raw, self.catalog, request.candidate_index)

@@ -3,16 +3,17 @@
 A :class:`Decision` holds what the controller emitted (``DISPATCH(action, object)`` or a bounded terminal), why (a
 :class:`~routebr_kit.core.records.ReasonCode`, the winning rule, the object gate's outcome, the runtime-state
 violations) and everything needed to replay it (the outputs as read, the contract log, the asset hashes and
-options).  :meth:`Decision.as_dict` and :meth:`Decision.trace` are always UTF-8 encodable: lone surrogates are
-escaped by the kit's one rule (:func:`~routebr_kit.core.strict_json.escape_surrogates`), as the writer does.
-:class:`Outcome` holds the views a RouteBR decision shares with a B1/B2 route.
+options); a :class:`SessionDecision` adds the session a request carried.  :meth:`Decision.as_dict` and
+:meth:`Decision.trace` are always UTF-8 encodable: lone surrogates are escaped by the kit's one rule
+(:func:`~routebr_kit.core.strict_json.escape_surrogates`), as the writer does.  :class:`Outcome` holds the views a
+RouteBR decision shares with a B1/B2 route.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 from .calls import BackendFailure
@@ -29,8 +30,10 @@ from .records import (
     strict_path_of,
 )
 from .rules import Rule
+from .session import Session
 from .state import StateViolation
 from .strict_json import encodable, escape_surrogates, is_finite_number
+from .temporal import explain
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,14 @@ class TraceEvent:
     step: TraceStep
     outcome: str
     detail: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return {"step": self.step.value, "outcome": self.outcome, "detail": self.detail}
+
+
+def escaped(events: Iterable[TraceEvent]) -> tuple[TraceEvent, ...]:
+    """The events with every text UTF-8 encodable (:func:`~routebr_kit.core.strict_json.escape_surrogates`)."""
+    return tuple(TraceEvent(e.step, escape_surrogates(e.outcome), escape_surrogates(e.detail)) for e in events)
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +233,7 @@ class Decision(Outcome):
     def trace(self) -> tuple[TraceEvent, ...]:
         """The decision as an ordered list of steps (derived from the record, so it always agrees with it; every
         text UTF-8 encodable)."""
-        return _trace_of(self)
+        return escaped(_events(self))
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready, UTF-8 encodable record (the outputs as read, lone surrogates escaped; used by receipts
@@ -252,8 +263,43 @@ class Decision(Outcome):
             "failure": None if self.failure is None else self.failure.as_dict(),
             "state_errors": [v.as_dict() for v in self.state_errors],
             "hashes": self.hashes.as_dict(),
-            "trace": [{"step": t.step.value, "outcome": t.outcome, "detail": t.detail} for t in self.trace()],
+            "trace": [t.as_dict() for t in self.trace()],
         })
+
+
+@dataclass(frozen=True, slots=True)
+class SessionDecision(Decision):
+    """A decision made for a request with a session: the :class:`Decision` plus the (validated) session it read
+    (``None`` when the session was invalid), whose trace shows each temporal predicate of the deciding rule with
+    the events that decided it.  A request without a session gets a plain :class:`Decision`, as before sessions."""
+
+    session: Session | None = None
+
+    @classmethod
+    def of(cls, decision: Decision, session: Session | None) -> SessionDecision:
+        """``decision`` as a :class:`SessionDecision` carrying ``session``."""
+        return cls(**{f.name: getattr(decision, f.name) for f in fields(Decision)}, session=session)
+
+    def temporal_evidence(self) -> list[tuple[str, str]]:
+        """``(outcome, detail)`` for each temporal predicate of the deciding rule."""
+        if self.rule is None or not self.rule.condition.temporal:
+            return []
+        return explain(self.rule.condition.temporal, self.session)
+
+    def trace(self) -> tuple[TraceEvent, ...]:
+        events = list(Decision.trace(self))
+        extra = escaped(TraceEvent(TraceStep.STATE_GATE, "temporal: " + outcome, detail)
+                        for outcome, detail in self.temporal_evidence())
+        if extra:
+            at = next(i for i, e in enumerate(events) if e.step is TraceStep.STATE_GATE) + 1
+            events[at:at] = extra
+        return tuple(events)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = Decision.as_dict(self)
+        out["trace"] = [t.as_dict() for t in self.trace()]
+        out["session"] = None if self.session is None else self.session.as_dict()
+        return encodable(out)
 
 
 def jsonable(value: Any, _depth: int = 0) -> Any:
@@ -275,10 +321,6 @@ def jsonable(value: Any, _depth: int = 0) -> Any:
             return {str(k): jsonable(v, _depth + 1) for k, v in value.items()}
         return [jsonable(v, _depth + 1) for v in value]
     return short_repr(value, 1000)
-
-
-def _trace_of(d: Decision) -> tuple[TraceEvent, ...]:
-    return tuple(TraceEvent(e.step, escape_surrogates(e.outcome), escape_surrogates(e.detail)) for e in _events(d))
 
 
 def _events(d: Decision) -> list[TraceEvent]:
@@ -320,5 +362,5 @@ def _events(d: Decision) -> list[TraceEvent]:
     return events
 
 
-__all__ = ["ContractLog", "ControllerOptions", "Decision", "DecisionContext", "Outcome", "TraceEvent", "TraceStep",
-           "jsonable"]
+__all__ = ["ContractLog", "ControllerOptions", "Decision", "DecisionContext", "Outcome", "SessionDecision",
+           "TraceEvent", "TraceStep", "jsonable"]

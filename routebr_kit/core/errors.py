@@ -19,6 +19,7 @@ from .strict_json import exceeds_depth
 
 E = TypeVar("E", bound=enum.Enum)
 
+
 class ErrorCode(str, enum.Enum):
     """Codes of :class:`DataError`."""
 
@@ -64,73 +65,35 @@ class KitError(Exception):
     """Base class of every error the kit raises on purpose."""
 
 
-@dataclass(frozen=True)
-class Location:
-    """Where a data error sits.  ``line`` is the 1-based physical line of the record's first line."""
-
-    file: str | None = None
-    line: int | None = None
-    field: str | None = None
-
-    def __str__(self) -> str:
-        parts = []
-        if self.file is not None:
-            parts.append(self.file if self.line is None else f"{self.file}:{self.line}")
-        elif self.line is not None:
-            parts.append(f"line {self.line}")
-        if self.field is not None:
-            parts.append(f"field {self.field!r}")
-        return ", ".join(parts)
-
-
 class DataError(KitError, ValueError):
     """Malformed configuration or data.  ``code`` is the stable identity; the message is for people."""
 
-    def __init__(
-        self,
-        code: ErrorCode,
-        expected: str,
-        *,
-        file: str | None = None,
-        line: int | None = None,
-        field: str | None = None,
-        got: object = None,
-        detail: str | None = None,
-    ) -> None:
-        self.code = code
-        self.expected = expected
-        self.file = file
-        self.line = line
-        self.field = field
-        self.got = got
-        self.detail = detail
+    def __init__(self, code: ErrorCode, expected: str, *, file: str | None = None, line: int | None = None,
+                 field: str | None = None, got: object = None, detail: str | None = None) -> None:
+        self.code, self.expected, self.got, self.detail = code, expected, got, detail
+        self.file, self.line, self.field = file, line, field
         super().__init__(self._render())
-
-    @property
-    def location(self) -> Location:
-        return Location(self.file, self.line, self.field)
 
     def at(self, *, file: str | None = None, line: int | None = None, field: str | None = None) -> DataError:
         """The same error, located (fields already set are kept)."""
-        return DataError(
-            self.code,
-            self.expected,
-            file=self.file or file,
-            line=self.line if self.line is not None else line,
-            field=self.field or field,
-            got=self.got,
-            detail=self.detail,
-        )
+        return DataError(self.code, self.expected, file=self.file or file,
+                         line=self.line if self.line is not None else line, field=self.field or field, got=self.got,
+                         detail=self.detail)
 
     def _render(self) -> str:
-        where = str(self.location)
-        text = f"[{self.code.value}] " + (f"{where}: " if where else "") + f"expected {self.expected}"
+        where = []  # "file:line" (or "line N" without a file), then "field 'name'"
+        if self.file is not None:
+            where.append(self.file if self.line is None else f"{self.file}:{self.line}")
+        elif self.line is not None:
+            where.append(f"line {self.line}")
+        if self.field is not None:
+            where.append(f"field {self.field!r}")
+        text = f"[{self.code.value}] " + (f"{', '.join(where)}: " if where else "") + f"expected {self.expected}"
         if self.got is not None:
-            text += f", got {_short(self.got)}"
+            text += f", got {short_repr(self.got)}"
         if self.detail:
             text += f" ({self.detail})"
         return text
-
 
 
 def parse_choice(kind: type[E], value: object, *, field: str, expected: str) -> E:
@@ -245,7 +208,7 @@ class ContractError:
 REPR_DEPTH = 32
 
 
-def _short(value: object, limit: int = 80) -> str:
+def short_repr(value: object, limit: int = 80) -> str:
     """A bounded ``repr``; never raises (deep or self-containing containers and broken ``__repr__`` included)."""
     try:
         if isinstance(value, (Mapping, list, tuple)) and exceeds_depth(value, REPR_DEPTH):
@@ -254,6 +217,3 @@ def _short(value: object, limit: int = 80) -> str:
     except Exception as exc:  # noqa: BLE001 - a repr for a record must never end a decision
         text = f"<{type(value).__name__}: repr failed with {type(exc).__name__}>"
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-short_repr = _short

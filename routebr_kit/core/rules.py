@@ -186,11 +186,6 @@ class Condition:
         tests += [t.holds for t in self.temporal]
         return tuple(pairs), tuple(tests)
 
-    def fields(self) -> set[str]:
-        names = {p.key for p in self.predicates}
-        names.update(p.other_field for p in self.predicates if p.other_field)
-        return names
-
     def describe(self) -> str:
         parts = [p.describe() for p in self.predicates] + [t.describe() for t in self.temporal]
         return " AND ".join(parts) or "(always)"
@@ -391,26 +386,10 @@ class PolicyEngine:
         """Every rule that applies and holds, in evaluation order (the first one wins)."""
         return tuple(r for r in self.rules if r.applies(action_id) and r.condition.holds(state))
 
-    def shadowed(self) -> tuple[Rule, ...]:
-        """Rules that can never win because an unconditional rule precedes them for every action they cover."""
-        reachable = {entry[-1].rule_id for chain in self._by_action.values() for entry in chain}
-        return tuple(r for r in self.rules if r.rule_id not in reachable)
-
     @property
     def temporal(self) -> bool:
         """Whether some rule has a temporal predicate (then every request needs a session)."""
         return any(r.condition.temporal for r in self.rules)
-
-    def state_fields(self) -> set[str]:
-        """Every state field some rule reads."""
-        names: set[str] = set()
-        for r in self.rules:
-            names |= r.condition.fields()
-        return names
-
-    @property
-    def versions(self) -> tuple[str, ...]:
-        return tuple(sorted({r.version for r in self.rules}))
 
     def __repr__(self) -> str:
         return f"PolicyEngine({len(self.rules)} rules, sha256={self.sha256[:12]})"

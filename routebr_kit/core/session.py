@@ -57,7 +57,7 @@ _EVENT_KEYS = frozenset({"at", "kind", "action_id", "object_id", "terminal", "at
 _SESSION_KEYS = frozenset({"now", "events", "attributes", "session_id"})
 
 
-def _is_count(value: Any) -> bool:
+def is_count(value: Any) -> bool:
     return type(value) is int and value >= 0
 
 
@@ -95,8 +95,8 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class Session:
-    """The request's time, its own attributes and the history before it (oldest first).  Build one with
-    :meth:`parse` (raises on a violation) or :func:`check_session` (returns the violations)."""
+    """The request's time, its own attributes and the history before it (oldest first).  Build one from its JSON
+    form with :func:`check_session` (which returns the violations)."""
 
     now: int
     events: tuple[Event, ...] = ()
@@ -107,14 +107,6 @@ class Session:
         object.__setattr__(self, "events", tuple(self.events))
         object.__setattr__(self, "attributes", MappingProxyType(dict(self.attributes)))
 
-    @classmethod
-    def parse(cls, raw: Any, catalog_ids: Iterable[str] | None = None) -> Session:
-        """A validated session from its JSON form; :class:`SessionError` listing every violation otherwise."""
-        session, violations = check_session(raw, catalog_ids)
-        if violations:
-            raise SessionError(violations)
-        return session  # type: ignore[return-value]
-
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"now": self.now, "events": [e.as_dict() for e in self.events]}
         if self.attributes:
@@ -123,29 +115,9 @@ class Session:
             out["session_id"] = self.session_id
         return out
 
-    def at(self, now: int, attributes: Mapping[str, Any] | None = None) -> Session:
-        """The same history seen by a request at time ``now`` with ``attributes`` (default: none)."""
-        return Session(now, self.events, attributes or {}, self.session_id)
-
     def with_event(self, event: Event) -> Session:
         """The session with ``event`` appended to its history (the caller keeps times in order)."""
         return Session(self.now, (*self.events, event), self.attributes, self.session_id)
-
-    def recorded(self, terminal: str, action_id: str, object_id: str,
-                 attributes: Mapping[str, Any] | None = None) -> Session:
-        """The session after a decision at ``now``: a ``dispatch`` (or ``non_dispatch``) event appended, carrying
-        ``attributes`` (by default the request's own)."""
-        kind = "dispatch" if terminal == "DISPATCH" else "non_dispatch"
-        attrs = self.attributes if attributes is None else attributes
-        return self.with_event(Event(self.now, kind, action_id, object_id, terminal, attrs))
-
-
-class SessionError(ValueError):
-    """A session that breaks its schema (raised by :meth:`Session.parse`)."""
-
-    def __init__(self, violations: tuple[StateViolation, ...]) -> None:
-        self.violations = violations
-        super().__init__("; ".join(v.describe() for v in violations))
 
 
 def event_of_decision(decision: Any, at: int, attributes: Mapping[str, Any] | None = None) -> Event:
@@ -166,7 +138,7 @@ def _attributes(raw: Any, path: str, out: list[StateViolation]) -> dict[str, Any
         kind = ATTRIBUTE_TYPES.get(name) if type(name) is str else None
         if kind is None:
             out.append(StateViolation(S.UNKNOWN_FIELD, f"{path}.{name}"))
-        elif (kind == "count" and not _is_count(value)) or (kind == "string" and type(value) is not str):
+        elif (kind == "count" and not is_count(value)) or (kind == "string" and type(value) is not str):
             out.append(StateViolation(S.WRONG_TYPE, f"{path}.{name}", short_repr(value)))
         else:
             attrs[name] = value
@@ -188,7 +160,7 @@ def check_session(raw: Any, catalog_ids: Iterable[str] | None = None
     now = raw.get("now")
     if now is None and "now" not in raw:
         out.append(StateViolation(S.MISSING_FIELD, "session.now"))
-    elif not _is_count(now):
+    elif not is_count(now):
         out.append(StateViolation(S.WRONG_TYPE, "session.now", short_repr(now)))
         now = None
     session_id = raw.get("session_id", "")
@@ -234,7 +206,7 @@ def _check_event(item: Any, path: str, catalog: frozenset[str] | None,
     at = item.get("at")
     if "at" not in item:
         out.append(StateViolation(S.MISSING_FIELD, f"{path}.at"))
-    elif not _is_count(at):
+    elif not is_count(at):
         out.append(StateViolation(S.WRONG_TYPE, f"{path}.at", short_repr(at)))
     kind = item.get("kind")
     if kind not in KINDS:
@@ -292,5 +264,4 @@ class SessionValues(Mapping):
 
 
 __all__ = ["ATTRIBUTE_TYPES", "BOUNDED_TERMINALS", "DECISION_KINDS", "EXTERNAL_KINDS", "Event", "KINDS",
-           "MAX_EVENTS", "SESSION_KEY", "Session", "SessionError", "SessionValues", "check_session",
-           "event_of_decision"]
+           "MAX_EVENTS", "SESSION_KEY", "Session", "SessionValues", "check_session", "event_of_decision", "is_count"]

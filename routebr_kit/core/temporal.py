@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import DataError, ErrorCode
-from .session import ATTRIBUTE_TYPES, BOUNDED_TERMINALS, KINDS, SESSION_KEY, Event, Session
+from .session import ATTRIBUTE_TYPES, BOUNDED_TERMINALS, KINDS, SESSION_KEY, Event, Session, is_count
 
 OPS = ("within", "count", "sum", "before")
 BOUNDS = ("gt", "gte", "lt", "lte", "eq")
@@ -82,46 +82,38 @@ class TemporalPredicate:
     def matches(self, event: Event) -> bool:
         return all(getattr(event, name) in accepted for name, accepted in self.filter)
 
-    def in_window(self, event: Event, now: int) -> bool:
-        return self.window_s is None or now - event.at <= self.window_s
-
     def evaluate(self, session: Session | None) -> tuple[bool, tuple[int, ...]]:
         """``(value, evidence)``: the predicate's value on ``session`` and the indices of the history events that
         decided it (the latest match for ``within``, the window for ``count``/``sum``, the first match for
         ``before``)."""
         if session is None:
             return False, ()
-        now, events = session.now, session.events
-        matching = [i for i, e in enumerate(events) if self.matches(e)]
+        measured, evidence = self._measured(session)
         if self.op == "within":
-            value = bool(matching) and now - events[matching[-1]].at <= self.seconds  # type: ignore[operator]
-            evidence = tuple(matching[-1:])
+            value = measured is not None and measured <= self.seconds  # type: ignore[operator]
         elif self.op == "before":
-            value, evidence = bool(matching), tuple(matching[:1])
+            value = bool(measured)
         else:
-            window = tuple(i for i in matching if self.in_window(events[i], now))
-            if self.op == "count":
-                measured = len(window)
-            else:
-                measured = sum(events[i].attributes.get(self.attribute, 0) for i in window)  # type: ignore[arg-type]
-                if self.include_current:
-                    measured += session.attributes.get(self.attribute, 0)  # type: ignore[arg-type]
-            value, evidence = all(compare(op, measured, bound) for op, bound in self.bounds), window
+            value = all(compare(op, measured, bound) for op, bound in self.bounds)  # type: ignore[arg-type]
         return value is not self.negate, evidence
 
     def measure(self, session: Session) -> int | None:
         """The quantity compared (``count``: ``|W|``; ``sum``: the total; ``within``: the age of the latest match
-        or ``None``); for display."""
-        events = [e for e in session.events if self.matches(e)]
+        or ``None``; ``before``: ``|M|``); for display."""
+        return self._measured(session)[0]
+
+    def _measured(self, session: Session) -> tuple[int | None, tuple[int, ...]]:
+        now, events = session.now, session.events
+        matching = [i for i, e in enumerate(events) if self.matches(e)]
         if self.op == "within":
-            return session.now - events[-1].at if events else None
+            return (now - events[matching[-1]].at if matching else None), tuple(matching[-1:])
         if self.op == "before":
-            return len(events)
-        window = [e for e in events if self.in_window(e, session.now)]
+            return len(matching), tuple(matching[:1])
+        window = tuple(i for i in matching if self.window_s is None or now - events[i].at <= self.window_s)
         if self.op == "count":
-            return len(window)
-        total = sum(e.attributes.get(self.attribute, 0) for e in window)  # type: ignore[arg-type]
-        return total + (session.attributes.get(self.attribute, 0) if self.include_current else 0)  # type: ignore[arg-type]
+            return len(window), window
+        total = sum(events[i].attributes.get(self.attribute, 0) for i in window)  # type: ignore[arg-type]
+        return total + (session.attributes.get(self.attribute, 0) if self.include_current else 0), window  # type: ignore[arg-type]
 
     def holds(self, values: Mapping[str, Any]) -> bool:
         """The value on the session riding in ``values`` under :data:`SESSION_KEY` (none: false)."""
@@ -159,11 +151,6 @@ class TemporalPredicate:
             out["negate"] = True
         return out
 
-    @property
-    def thresholds(self) -> tuple[int, ...]:
-        """The time constants this predicate compares ages with."""
-        return tuple(t for t in (self.seconds, self.window_s) if t is not None)
-
 
 def parse_temporal(op: str, spec: Any, *, where: str = "condition_json",
                    catalog_ids: frozenset[str] | None = None) -> list[TemporalPredicate]:
@@ -185,10 +172,6 @@ def parse_temporal(op: str, spec: Any, *, where: str = "condition_json",
             raise bad(ErrorCode.UNKNOWN_OPERATOR, f"only the keys {', '.join(sorted(_KEYS[op]))}", unknown[0])
         out.append(_parse_one(op, one, bad, catalog_ids))
     return out
-
-
-def _count(value: Any) -> bool:
-    return type(value) is int and value >= 0
 
 
 def _parse_one(op: str, spec: Mapping[str, Any], bad: Callable[..., DataError],
@@ -213,18 +196,18 @@ def _parse_one(op: str, spec: Mapping[str, Any], bad: Callable[..., DataError],
         raise bad(ErrorCode.INVALID_OPERAND, "negate: true or false", negate)
     kwargs: dict[str, Any] = {}
     if op == "within":
-        if not _count(spec.get("s")):
+        if not is_count(spec.get("s")):
             raise bad(ErrorCode.INVALID_OPERAND, "s: an integer number of seconds >= 0", spec.get("s"))
         kwargs["seconds"] = spec["s"]
     if op in ("count", "sum"):
         if "window_s" in spec:
-            if not _count(spec["window_s"]):
+            if not is_count(spec["window_s"]):
                 raise bad(ErrorCode.INVALID_OPERAND, "window_s: an integer number of seconds >= 0", spec["window_s"])
             kwargs["window_s"] = spec["window_s"]
         bounds = tuple((b, spec[b]) for b in BOUNDS if b in spec)
         if not bounds:
             raise bad(ErrorCode.INVALID_CONDITION, f"at least one bound of {', '.join(BOUNDS)}", dict(spec))
-        wrong = [v for _, v in bounds if not _count(v)]
+        wrong = [v for _, v in bounds if not is_count(v)]
         if wrong:
             raise bad(ErrorCode.INVALID_OPERAND, "bounds: integers >= 0", wrong[0])
         kwargs["bounds"] = bounds

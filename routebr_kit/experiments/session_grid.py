@@ -107,7 +107,7 @@ def composite_scores(benches: Sequence[Any], sim_profile: str, seed: int, learne
     from ..backends.simulated import SimulatedBackend
     from ..core.composite_decision import CompositeController
     from ..runs.sessions import ItemwiseProposer
-    from ..systems.composite import CompositeBaseline
+    from ..systems.baselines import CompositeBaseline
 
     tally: dict[tuple[str, str], list[int]] = {}
     for b in benches:

@@ -10,8 +10,7 @@ from .. import lazy_exports
 
 #: Every public name → the module of this package that defines it.
 _EXPORTS: dict[str, str] = {
-    "CitationSummary": "baselines",
-    "CompositeBaseline": "composite",
+    "CompositeBaseline": "baselines",
     "DIRECT_SCHEMA": "baselines",
     "DirectBaseline": "baselines",
     "DirectDecision": "baselines",
@@ -24,7 +23,6 @@ _EXPORTS: dict[str, str] = {
     "direct_payload": "baselines",
     "prediction_from_direct": "baselines",
     "rule_citation": "baselines",
-    "rule_citation_accuracy": "baselines",
     "Variant": "variants",
     "variant_controller": "variants",
 }

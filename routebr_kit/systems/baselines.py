@@ -18,19 +18,20 @@ published rules accept what the published run accepted: FLIP-0048's B2 route ``A
 ``SSE:510880`` (an object on an object-free action), which the kit's rules send to repair.  Whatever the kit
 accepts, the published rules accept too, with the same route (property-tested).
 
-B2 diagnostic: :func:`rule_citation` checks whether the cited rule is the true first match of the rule engine.
+Composite requests: :class:`CompositeBaseline`.  B2 diagnostic: :func:`rule_citation` checks whether the cited rule
+is the true first match of the rule engine.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# The controller's private call helpers are shared on purpose: one exception-to-failure policy for every caller.
-from ..core.calls import Backend, ModelCall
+from ..core.composite import COMPOSITE_FLAGS, CompositeMode, CompositeResult, check_composite, composite_schema
+from ..core.composite_decision import CompositeRouter
 from ..core.contract import ContractResult, check_action, check_object, check_topk, parse_output, repair_payload
-from ..core.controller import NO_REPAIR, ContractLog, OneCallRouter, Outcome, ask_backend, failure_reason, jsonable
+from ..core.controller import ContractLog, OneCallRouter, Outcome, Replies, failure_reason, jsonable
 from ..core.errors import ContractError, DataError, ErrorCode, short_repr
 from ..core.errors import ContractErrorCode as C
 from ..core.records import NONE, Boundary, Catalog, Entity, Proposal, ReasonCode, RouteRequest, Stage, System, Terminal
@@ -275,43 +276,34 @@ class DirectBaseline(OneCallRouter):
         validate = check_direct if self.protocol is Protocol.KIT else check_direct_published
         return validate(raw, self.catalog, request.candidate_index, self.policy if self.guard else None)
 
-    # The published call protocol (``protocol=published``): every rejected first reply gets its one repair call
-    # (no anchoring precondition), and the repaired reply is only re-validated (no guard on what it changes).
-    # The kit protocol keeps :class:`OneCallRouter`'s stricter repair rule.
-
-    async def aroute(self, request: RouteRequest, backend: Backend) -> DirectDecision:
+    async def run(self, request: RouteRequest, replies: Replies) -> DirectDecision:
+        """The kit protocol keeps :class:`OneCallRouter`'s repair rule.  The published one (``protocol=published``):
+        every rejected first reply gets its one repair call (no anchoring precondition), and the repaired reply is
+        only re-validated (no guard on what it changes)."""
         if self.protocol is Protocol.KIT:
-            return await super().aroute(request, backend)
-        payload = self.payload(request)
-        first = await ask_backend(backend, ModelCall(request.request_id, self.stage, payload))
+            return await super().run(request, replies)
+        first = await replies.ask(self.stage, lambda: self.payload(request))
+        assert first is not None  # (only a repair can be missing)
         if first.failure is not None:
             return self._fail_closed(request, failure_reason(first.failure), None, ContractLog(failure=first.failure))
-        checked = self.check(first.content, request)
-        if checked.ok or not self.repair:
-            return self._accept(request, first.content, checked)
-        call = ModelCall(request.request_id, self.stage.repair_stage,
-                         repair_payload(self.stage, first.content, checked.errors, payload, self.schema))
-        second = await ask_backend(backend, call)  # the backend sends the published repair payload
+        output, checked = first.content, self.check(first.content, request)
+        second = None
+        if not checked.ok and self.repair:  # the published repair payload
+            second = await replies.ask(self.stage.repair_stage, lambda: repair_payload(
+                self.stage, output, checked.errors, self.payload(request), self.schema))
+        if second is None:  # accepted, no repair, or none recorded
+            if not checked.ok:
+                return self._fail_closed(request, ReasonCode.FAIL_CLOSED_INVALID_OUTPUT, output,
+                                         ContractLog(checked.errors))
+            return self._emit(request, checked, output, None)
         if second.failure is not None:
-            return self._fail_closed(request, failure_reason(second.failure), first.content,
+            return self._fail_closed(request, failure_reason(second.failure), output,
                                      ContractLog(checked.errors, True, None, (), second.failure))
-        return self._published_repair(request, first.content, checked, second.content)
-
-    def decide(self, request: RouteRequest, first_output: Any, repair_output: Any = NO_REPAIR) -> DirectDecision:
-        if self.protocol is Protocol.KIT:
-            return super().decide(request, first_output, repair_output)
-        checked = self.check(first_output, request)
-        if checked.ok or not self.repair or repair_output is NO_REPAIR:
-            return self._accept(request, first_output, checked)
-        return self._published_repair(request, first_output, checked, repair_output)
-
-    def _published_repair(self, request: RouteRequest, first_output: Any, first: DirectResult,
-                          repaired_output: Any) -> DirectDecision:
-        repaired = self.check(repaired_output, request)
+        repaired = self.check(second.content, request)
+        log = ContractLog(checked.errors, True, second.content, repaired.errors)
         if not repaired.ok:
-            return self._fail_closed(request, ReasonCode.FAIL_CLOSED_INVALID_OUTPUT, first_output,
-                                     ContractLog(first.errors, True, repaired_output, repaired.errors))
-        return self._emit(request, repaired, first_output, ContractLog(first.errors, True, repaired_output))
+            return self._fail_closed(request, ReasonCode.FAIL_CLOSED_INVALID_OUTPUT, output, log)
+        return self._emit(request, repaired, output, log)
 
     @property
     def repair_enabled(self) -> bool:
@@ -353,6 +345,69 @@ def prediction_from_direct(decision: DirectDecision, *, repeat_id: str = "0", re
     )
 
 
+# --------------------------------------------------------------------------------------------- composite requests
+
+
+class CompositeBaseline(CompositeRouter):
+    """B1 or B2 for composite requests (issue 32, item 3), over a kit-protocol :class:`DirectBaseline`.
+
+    One call proposes an ordered list of one to three baseline routes under the composite contract
+    (:mod:`routebr_kit.core.composite`): each item is what B1 (resp. B2) answers for one request, ``topk``
+    optional, validated by the baseline's own check, one format-only repair held item by item, otherwise the
+    baseline's fail-closed terminal for the whole request.  Each accepted item becomes the baseline's route as for
+    a single request (its own terminal trusted, as published); the request's mode (``atomic`` / ``independent``)
+    assembles them exactly as for RouteBR (:func:`~routebr_kit.core.composite_decision.assemble`).  The baselines
+    read no session, so earlier items change nothing for later ones.  Kit request protocol only.
+    """
+
+    __slots__ = ("baseline",)
+
+    def __init__(self, baseline: DirectBaseline, mode: CompositeMode | str = CompositeMode.ATOMIC) -> None:
+        if not isinstance(baseline, DirectBaseline) or baseline.protocol is not Protocol.KIT:
+            raise DataError(ErrorCode.INVALID_VALUE, "a DirectBaseline of the kit request protocol",
+                            got=baseline, field="baseline")
+        self.baseline = baseline
+        self.mode = CompositeMode.parse(mode)
+
+    @classmethod
+    def for_system(cls, system: System | str, catalog: Catalog, policy: PolicyEngine,
+                   mode: CompositeMode | str = CompositeMode.ATOMIC, **options: Any) -> CompositeBaseline:
+        return cls(DirectBaseline.for_system(system, catalog, policy, **options), mode)
+
+    @property
+    def stage(self) -> Stage:  # type: ignore[override]
+        return Stage(self.baseline.stage.value + "_COMPOSITE")
+
+    @property
+    def schema(self) -> Mapping[str, Any]:  # type: ignore[override]
+        return composite_schema(self.baseline.schema)
+
+    @property
+    def system(self) -> str:  # type: ignore[override]
+        return self.baseline.system.value
+
+    @property
+    def fallback_terminal(self) -> Terminal:  # type: ignore[override]
+        return self.baseline.fallback
+
+    @property
+    def repair_enabled(self) -> bool:
+        return self.baseline.repair
+
+    def payload(self, request: RouteRequest) -> dict[str, Any]:
+        return {**self.baseline.payload(request), "contract": dict(COMPOSITE_FLAGS)}
+
+    def check(self, raw: Any, request: RouteRequest) -> CompositeResult:
+        return check_composite(raw, lambda output: self.baseline.check(output, request))
+
+    async def decide_item(self, request: RouteRequest, result: DirectResult, output: dict[str, Any],
+                          carry: Any) -> tuple[DirectDecision, Any]:
+        return self.baseline._emit(request, result, output, None), carry
+
+    def __repr__(self) -> str:
+        return f"CompositeBaseline({self.mode.value}, {self.baseline!r})"
+
+
 # --------------------------------------------------------------------------------------------- B2 diagnostic
 
 
@@ -372,18 +427,6 @@ class RuleCitation:
         return {"cited": self.cited, "first_match": self.first_match, "correct": self.correct}
 
 
-@dataclass(frozen=True, slots=True)
-class CitationSummary:
-    """Rule-citation accuracy over the accepted B2 routes (fail-closed rows cite nothing and are excluded)."""
-
-    cited: int
-    correct: int
-
-    @property
-    def accuracy(self) -> float:
-        return self.correct / self.cited if self.cited else 0.0
-
-
 def rule_citation(decision: DirectDecision, request: RouteRequest, policy: PolicyEngine) -> RuleCitation | None:
     """Is the cited rule the true first match (``PolicyEngine.evaluate``)?  ``None`` when nothing was cited."""
     if not decision.rule_ids:
@@ -392,11 +435,6 @@ def rule_citation(decision: DirectDecision, request: RouteRequest, policy: Polic
     return RuleCitation(decision.request_id, decision.rule_ids[0], truth)
 
 
-def rule_citation_accuracy(citations: Iterable[RuleCitation | None]) -> CitationSummary:
-    given = [c for c in citations if c is not None]
-    return CitationSummary(len(given), sum(c.correct for c in given))
-
-
-__all__ = ["DIRECT_SCHEMA", "GUARD_SCHEMA", "CitationSummary", "DirectBaseline", "DirectDecision", "DirectResult",
+__all__ = ["DIRECT_SCHEMA", "GUARD_SCHEMA", "CompositeBaseline", "DirectBaseline", "DirectDecision", "DirectResult",
            "DirectRoute", "RuleCitation", "check_direct", "check_direct_published", "direct_payload",
-           "prediction_from_direct", "rule_citation", "rule_citation_accuracy"]
+           "prediction_from_direct", "rule_citation"]
