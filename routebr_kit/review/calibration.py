@@ -85,8 +85,6 @@ def parse_effect(value: str) -> float:
     return effect
 
 
-
-
 @dataclass(frozen=True)
 class Draws:
     """One batch of simulated (base, candidate) outcomes: arrays of shape ``(sims, rows)``; ``valid`` masks the
@@ -204,7 +202,6 @@ def observed_draws(base: LedgerSet, candidate: LedgerSet) -> Draws:
     check_comparable(base, candidate)
     b, c = build_design(base, None), build_design(candidate, None)
     return _draw(b, np.random.default_rng(0), 1, None, 0.0, candidate=c)
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,17 +349,16 @@ def _search(design: Design, gate: Gate, *, sims: int, seed: int, effect_pp: floa
     point and the one before.  Each answer is the smallest qualifying point of the doubling points and its own
     bracket; as the effect grows the doubling answer cannot rise (nested losses), so neither can the refined one."""
     coarse = search_points(design, gate, sims=sims, seed=seed, effect_pp=effect_pp, grid=GRID[::8])
-    first = {(name, bound): next((p.n for p in coarse if _qualifies(p, name, bound)), None)
-             for name in names for bound in BOUNDS}
+    first = {name: recommend_n(coarse, name) for name in names}
 
     def bracket(n: int | None) -> list[int]:
         return [] if n is None or n == GRID[0] else [g for g in GRID if n // 2 < g < n]
 
-    wanted = sorted({g for n in first.values() for g in bracket(n)} - set(GRID[::8]))
+    wanted = sorted({g for ns in first.values() for n in ns for g in bracket(n)} - set(GRID[::8]))
     fine = {p.n: p for p in (search_points(design, gate, sims=sims, seed=seed, effect_pp=effect_pp, grid=wanted)
                              if wanted else ())}
-    out = {name: tuple(next((g for g in bracket(first[(name, bound)]) if _qualifies(fine[g], name, bound)),
-                            first[(name, bound)]) for bound in BOUNDS) for name in names}
+    out = {name: tuple(next((g for g in bracket(n) if _qualifies(fine[g], name, bound)), n)
+                       for bound, n in zip(BOUNDS, first[name])) for name in names}
     return out, tuple(sorted((*coarse, *fine.values()), key=lambda p: p.n))  # type: ignore[return-value]
 
 
@@ -500,6 +496,7 @@ def calibrate_gates(ledgers: LedgerSet, gates: Mapping[str, str], *, sims: int, 
             rows += [{"re-run model": model.value, "gate": name,
                       **{k: v for k, v in r.items() if not k.startswith("n for")}} for r in c.table()]
     return calibrations, pd.DataFrame(rows)
+
 
 def calibration_facts(calibrations: Mapping[tuple[str, str], Any], gates: Mapping[str, str]) -> dict[str, Any]:
     """The facts of notebook 10's gate-calibration conclusion, from :func:`calibrate_gates`: the shared ``sims``,
