@@ -44,6 +44,7 @@ from ..core.errors import DataError, ErrorCode
 from ..evaluation.paired import drop_lcb
 from ..evaluation.stats import wilson
 from ..store.cases import Split
+from .diff import check_comparable
 from .gate import OPERATORS, Criterion, Gate
 from .ledgers import LedgerSet
 from .rerun import (
@@ -54,7 +55,6 @@ from .rerun import (
     merge_repeats,
     parse_models,
     select_tasks,
-    simulator_profile,
 )
 
 #: Criteria that are not a function of re-run outcomes (their A/A false-alarm rate is not estimated).  The forbidden-
@@ -197,8 +197,6 @@ def _prefix(draws: Draws, k: int) -> Draws:
 def observed_draws(base: LedgerSet, candidate: LedgerSet) -> Draws:
     """The one "simulation" that is the observed comparison of two comparable ledger sets (for testing
     :func:`outcome_metrics` against :meth:`DiffReport.metrics`)."""
-    from .diff import check_comparable
-
     check_comparable(base, candidate)
     b, c = build_design(base, None), build_design(candidate, None)
     return _draw(b, np.random.default_rng(0), 1, None, 0.0, candidate=c)
@@ -530,4 +528,4 @@ __all__ = ["ALPHA", "GRID", "MAX_N", "SPLITS", "TARGET_POWER", "UNCALIBRATED", "
            "Design", "Draws", "Rate", "ReRunModel", "SearchPoint", "alarm_counts", "build_design", "calibrate",
            "calibrate_gates", "calibration_facts", "criterion_note", "merge_repeats", "observed_draws",
            "outcome_metrics", "parse_effect", "parse_models", "recommend_n", "routebr_runs", "search_points",
-           "select_tasks", "simulator_profile"]
+           "select_tasks"]

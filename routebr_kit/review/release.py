@@ -99,13 +99,9 @@ def candidate_edit(base: AssetFiles | str | Path, candidate: AssetFiles | str | 
     single files in last.
     """
     base_files = _files(base)
-    if isinstance(candidate, AssetFiles):
-        cand = candidate
-    elif candidate is not None:
-        cand = base_files.overlay(candidate)
-    else:
-        cand = base_files
-    return compare_assets(base_files, cand.replace(**files))
+    if not isinstance(candidate, AssetFiles):
+        candidate = base_files if candidate is None else base_files.overlay(candidate)
+    return compare_assets(base_files, candidate.replace(**files))
 
 
 def _gate(gate: Gate | str | Path | None) -> Gate:
