@@ -72,7 +72,7 @@ def test_registry_edit_selection_is_sound_and_flags_every_changed_prompt(publish
                if ShadowFlag.CANDIDATES_CHANGED in r.flags}
     changed_rows = {(t.key, r.row.case_id, r.row.repeat_id) for t in shadow.tasks for r in t.rows if r.changed}
     assert changed_rows <= selected
-    assert flagged == selected == report.live_keys()
+    assert flagged == selected == {(r.task, r.case_id, r.repeat_id) for r in report.live_rerun}
 
 
 def test_identical_assets_select_nothing(published):

@@ -6,7 +6,6 @@ The steps stay public for finer use: :mod:`.assets` (release files and edits), :
 :mod:`.impact`, :mod:`.shadow`, :mod:`.diff` and :mod:`.gate`.
 """
 
-from .. import lazy_exports
 from .assets import (
     AssetEdit,
     AssetFiles,

@@ -25,6 +25,7 @@ controller reads for every row.  Rules are compared type-strictly (``false`` and
 from __future__ import annotations
 
 import csv
+import dataclasses
 import enum
 import io
 import json
@@ -112,10 +113,7 @@ class AssetFiles:
             "profiles": found([root / n for n in PROFILE_NAMES], "one profiles file"),
             "state_schema": found([root / STATE_SCHEMA_NAME], "one state-schema file"),
         }
-        merged = self.replace(**changes)
-        adapter = tuple(sorted(root.glob("*.py"))) or self.adapter
-        return AssetFiles(merged.catalog, merged.rules, merged.registry, merged.prompts, merged.profiles, adapter,
-                          self.ignored, merged.state_schema)
+        return dataclasses.replace(self.replace(**changes), adapter=tuple(sorted(root.glob("*.py"))) or self.adapter)
 
     def replace(self, **changes: Path | None) -> AssetFiles:
         """The same release with some files swapped (``None`` values keep the current file)."""
@@ -224,38 +222,33 @@ def _rule_key(r: Rule) -> str:
     return json.dumps(r.as_dict(), sort_keys=True, ensure_ascii=False, default=repr)
 
 
+#: The edit class of each asset file, in the order an edit lists its classes.
+_CLASS_OF = (("catalog", EditClass.CATALOG), ("rules", EditClass.RULES), ("registry", EditClass.REGISTRY),
+             ("prompts", EditClass.PROMPTS), ("state_schema", EditClass.STATE_SCHEMA),
+             ("profiles", EditClass.PROFILE_ADAPTER), ("adapter", EditClass.PROFILE_ADAPTER))
+
+
 def compare_assets(base: AssetFiles, candidate: AssetFiles) -> AssetEdit:
     """Hash both releases, load both, and classify every difference."""
     hb, hc = base.hashes(), candidate.hashes()
     changed = tuple(k for k in (*ASSET_NAMES, "adapter") if hb[k] != hc[k])
     a, b = base.load(), candidate.load()
-    classes: list[EditClass] = []
+    classes = tuple(dict.fromkeys(cls for name, cls in _CLASS_OF if name in changed))
     catalog_prompt = a.catalog.prompt_view() != b.catalog.prompt_view()
-    if "catalog" in changed:
-        classes.append(EditClass.CATALOG)
     old_rules = {r.rule_id: _rule_key(r) for r in a.policy.rules}
     new_rules = {r.rule_id: _rule_key(r) for r in b.policy.rules}
     rules_changed = tuple(sorted(i for i in old_rules.keys() | new_rules.keys()
                                  if old_rules.get(i) != new_rules.get(i)))
-    if "rules" in changed:
-        classes.append(EditClass.RULES)
     reg = registry_changes(a.registry, b.registry)
-    if "registry" in changed:
-        classes.append(EditClass.REGISTRY)
     stages: tuple[str, ...] = ()
     if "prompts" in changed:
-        classes.append(EditClass.PROMPTS)
         old_t, new_t = prompt_stage_texts(base.prompts), prompt_stage_texts(candidate.prompts)
         if old_t is None or new_t is None:
             stages = PROMPT_KEYS  # one side has no prompt file: every stage may differ
         else:
             stages = tuple(k for k in PROMPT_KEYS if old_t[k] != new_t[k])
-    if "state_schema" in changed:
-        classes.append(EditClass.STATE_SCHEMA)
-    if "profiles" in changed or "adapter" in changed:
-        classes.append(EditClass.PROFILE_ADAPTER)
     schema_changed = a.policy.state_schema.as_dict() != b.policy.state_schema.as_dict()
-    return AssetEdit(base, candidate, a, b, tuple(classes), changed, catalog_prompt, rules_changed, reg, stages,
+    return AssetEdit(base, candidate, a, b, classes, changed, catalog_prompt, rules_changed, reg, stages,
                      schema_changed)
 
 

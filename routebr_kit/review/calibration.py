@@ -44,6 +44,7 @@ from ..core.errors import DataError, ErrorCode
 from ..evaluation.paired import drop_lcb
 from ..evaluation.stats import wilson
 from ..store.cases import Split
+from .diff import check_comparable
 from .gate import OPERATORS, Criterion, Gate
 from .ledgers import LedgerSet
 from .rerun import (
@@ -54,7 +55,6 @@ from .rerun import (
     merge_repeats,
     parse_models,
     select_tasks,
-    simulator_profile,
 )
 
 #: Criteria that are not a function of re-run outcomes (their A/A false-alarm rate is not estimated).  The forbidden-
@@ -83,8 +83,6 @@ def parse_effect(value: str) -> float:
     if not 0.0 <= effect < 100.0:
         raise DataError(ErrorCode.INVALID_VALUE, "an effect in [0, 100) percentage points", got=value, field="effect")
     return effect
-
-
 
 
 @dataclass(frozen=True)
@@ -199,12 +197,9 @@ def _prefix(draws: Draws, k: int) -> Draws:
 def observed_draws(base: LedgerSet, candidate: LedgerSet) -> Draws:
     """The one "simulation" that is the observed comparison of two comparable ledger sets (for testing
     :func:`outcome_metrics` against :meth:`DiffReport.metrics`)."""
-    from .diff import check_comparable
-
     check_comparable(base, candidate)
     b, c = build_design(base, None), build_design(candidate, None)
     return _draw(b, np.random.default_rng(0), 1, None, 0.0, candidate=c)
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,17 +347,16 @@ def _search(design: Design, gate: Gate, *, sims: int, seed: int, effect_pp: floa
     point and the one before.  Each answer is the smallest qualifying point of the doubling points and its own
     bracket; as the effect grows the doubling answer cannot rise (nested losses), so neither can the refined one."""
     coarse = search_points(design, gate, sims=sims, seed=seed, effect_pp=effect_pp, grid=GRID[::8])
-    first = {(name, bound): next((p.n for p in coarse if _qualifies(p, name, bound)), None)
-             for name in names for bound in BOUNDS}
+    first = {name: recommend_n(coarse, name) for name in names}
 
     def bracket(n: int | None) -> list[int]:
         return [] if n is None or n == GRID[0] else [g for g in GRID if n // 2 < g < n]
 
-    wanted = sorted({g for n in first.values() for g in bracket(n)} - set(GRID[::8]))
+    wanted = sorted({g for ns in first.values() for n in ns for g in bracket(n)} - set(GRID[::8]))
     fine = {p.n: p for p in (search_points(design, gate, sims=sims, seed=seed, effect_pp=effect_pp, grid=wanted)
                              if wanted else ())}
-    out = {name: tuple(next((g for g in bracket(first[(name, bound)]) if _qualifies(fine[g], name, bound)),
-                            first[(name, bound)]) for bound in BOUNDS) for name in names}
+    out = {name: tuple(next((g for g in bracket(n) if _qualifies(fine[g], name, bound)), n)
+                       for bound, n in zip(BOUNDS, first[name])) for name in names}
     return out, tuple(sorted((*coarse, *fine.values()), key=lambda p: p.n))  # type: ignore[return-value]
 
 
@@ -501,6 +495,7 @@ def calibrate_gates(ledgers: LedgerSet, gates: Mapping[str, str], *, sims: int, 
                       **{k: v for k, v in r.items() if not k.startswith("n for")}} for r in c.table()]
     return calibrations, pd.DataFrame(rows)
 
+
 def calibration_facts(calibrations: Mapping[tuple[str, str], Any], gates: Mapping[str, str]) -> dict[str, Any]:
     """The facts of notebook 10's gate-calibration conclusion, from :func:`calibrate_gates`: the shared ``sims``,
     ``rows``, ``effect_pp`` and ``alpha``; per re-run model and gate (key ``<model>_<gate>``, e.g.
@@ -533,4 +528,4 @@ __all__ = ["ALPHA", "GRID", "MAX_N", "SPLITS", "TARGET_POWER", "UNCALIBRATED", "
            "Design", "Draws", "Rate", "ReRunModel", "SearchPoint", "alarm_counts", "build_design", "calibrate",
            "calibrate_gates", "calibration_facts", "criterion_note", "merge_repeats", "observed_draws",
            "outcome_metrics", "parse_effect", "parse_models", "recommend_n", "routebr_runs", "search_points",
-           "select_tasks", "simulator_profile"]
+           "select_tasks"]

@@ -52,14 +52,10 @@ def _moved(row, action: str):
     return replace(row, pred_action=action, pred_final_path=action, topk=(action,))
 
 
-def _b2_tasks(ledgers: LedgerSet) -> list[LedgerTask]:
-    return sorted((t for t in ledgers.tasks.values() if t.system.value == "b2_direct_guard"),
-                  key=lambda t: (not t.key.startswith("confirm/"), not t.key.lower().endswith("main"), t.key))
-
-
 def _candidate(release, ledgers: LedgerSet, gate: DispatchGate, case_id: str, action: str):
     """``(task, cases, case_id, action)`` of the contrast on this source, or None."""
-    tasks = _b2_tasks(ledgers)
+    tasks = sorted((t for t in ledgers.tasks.values() if t.system.value == "b2_direct_guard"),
+                   key=lambda t: (not t.key.startswith("confirm/"), not t.key.lower().endswith("main"), t.key))
     if tasks and ledgers.kind == "artifact" and case_id in tasks[0].cases:
         case = tasks[0].cases[case_id]
         state = RuntimeState({**case.request.state.values, "identity_verified": False})

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -142,8 +142,7 @@ class Side:
 
     def as_dict(self, prefix: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for name in ("exact", "strict", "false_dispatch", "false_block", "object", "flip_pairs",
-                     "forbidden_dispatch"):
+        for name in (f.name for f in fields(self)):
             count = getattr(self, name)
             if count is None:
                 continue
@@ -186,9 +185,6 @@ class DiffReport:
     rows: int
     needs_live_rerun: int
     tasks: tuple[str, ...] = field(default_factory=tuple)
-
-    def count(self, cls: ChangeClass) -> int:
-        return sum(c.change_class is cls for c in self.changed)
 
     def metrics(self, split: str | None = None) -> dict[str, float]:
         """The numbers a gate reads, over every row or over one split."""
@@ -312,17 +308,14 @@ def change_class(gold_path: str, a: PredictionRow, b: PredictionRow, base_forbid
                  candidate_forbidden: bool = False) -> ChangeClass:
     """The first class that applies, in :class:`ChangeClass` order (``*_forbidden``: each side's verdict under its
     release, :class:`~routebr_kit.evaluation.forbidden.DispatchCheck`)."""
-    bounded = gold_path.startswith("T_")
-
-    def dispatched(r: PredictionRow) -> bool:
-        return dispatches(r.pred_final_path)
-
+    bounded, a_dispatched, b_dispatched = (gold_path.startswith("T_"), dispatches(a.pred_final_path),
+                                           dispatches(b.pred_final_path))
     if candidate_forbidden and not base_forbidden and (a.pred_final_path, a.pred_object_id) != (
             b.pred_final_path, b.pred_object_id):
         return ChangeClass.NEW_FORBIDDEN_DISPATCH
-    if bounded and dispatched(b) and not dispatched(a):
+    if bounded and b_dispatched and not a_dispatched:
         return ChangeClass.NEW_FALSE_DISPATCH
-    if not bounded and not dispatched(b) and dispatched(a):
+    if not bounded and not b_dispatched and a_dispatched:
         return ChangeClass.NEW_FALSE_BLOCK
     if a.pred_final_path != gold_path and b.pred_final_path == gold_path:
         return ChangeClass.FIXED
@@ -368,12 +361,10 @@ class _AskedOnce(DispatchGate):
 def _delta(name: str, items: Sequence[_Item]) -> SplitDelta:
     base = _side([(t, a, ga) for t, a, _, ga, _ in items])
     cand = _side([(t, b, gb) for t, _, b, _, gb in items])
-    a_ok, b_ok = {}, {}
-    for t, rows_a, rows_b, _, _ in items:
-        for r in rows_a:
-            a_ok[f"{t.key}|{r.case_id}|{r.repeat_id}"] = r.pred_final_path == t.cases[r.case_id].gold.final_path
-        for r in rows_b:
-            b_ok[f"{t.key}|{r.case_id}|{r.repeat_id}"] = r.pred_final_path == t.cases[r.case_id].gold.final_path
+    a_ok = {f"{t.key}|{r.case_id}|{r.repeat_id}": r.pred_final_path == t.cases[r.case_id].gold.final_path
+            for t, rows, _, _, _ in items for r in rows}
+    b_ok = {f"{t.key}|{r.case_id}|{r.repeat_id}": r.pred_final_path == t.cases[r.case_id].gold.final_path
+            for t, _, rows, _, _ in items for r in rows}
     return SplitDelta(name, sum(len(a) for _, a, *_ in items), base, cand, mcnemar(a_ok, b_ok))
 
 

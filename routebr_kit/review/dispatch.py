@@ -15,16 +15,16 @@ Where a task's release comes from, in order:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import DataError, ErrorCode
-from ..evaluation.forbidden import DispatchCheck, DispatchGate
-from ..store.assets import Assets, assets_beside
+from ..evaluation.forbidden import DispatchGate
+from ..store.assets import assets_beside
 from ..store.ledger import MANIFEST
 from ..verify.releases import release_assets
-from .ledgers import SHADOW_MANIFEST, LedgerSet, LedgerTask, RowKey
+from .ledgers import SHADOW_MANIFEST, LedgerSet, LedgerTask
 
 
 def check_recorded_hashes(gate: DispatchGate, manifest: Mapping[str, Any], file: str) -> None:
@@ -63,33 +63,23 @@ class Releases:
         self.state_schema = state_schema  # run directories: the schema file the runs used (``run --state-schema``)
         self._gates: dict[Any, DispatchGate] = {}
 
-    def _gate(self, key: Any, assets: Assets) -> DispatchGate:
+    def _memo(self, key: Any, make: Callable[[], DispatchGate]) -> DispatchGate:
         if key not in self._gates:
-            self._gates[key] = DispatchGate(assets.controller())
+            self._gates[key] = make()
         return self._gates[key]
 
     def gate(self, task: LedgerTask) -> DispatchGate:
         ledgers = self.ledgers
         if ledgers.assets is not None:
-            return self._gate("set", ledgers.assets)
+            return self._memo("set", lambda: DispatchGate(ledgers.assets.controller()))
         if (Path(ledgers.root) / SHADOW_MANIFEST).is_file():
-            if "shadow" not in self._gates:
-                self._gates["shadow"] = DispatchGate(release_assets(ledgers.root).controller())
-            return self._gates["shadow"]
+            return self._memo("shadow", lambda: DispatchGate(release_assets(ledgers.root).controller()))
         if task.cases_path is None:
             raise DataError(ErrorCode.EMPTY_VALUE, "a gold cases file next to the assets the run ran under",
                             file=str(task.path / MANIFEST), field="cases_path")
-        key = Path(task.cases_path).resolve()
-        if key not in self._gates:
-            self._gates[key] = release_beside(task.cases_path, self.state_schema)
-        gate = self._gates[key]
+        gate = self._memo(Path(task.cases_path).resolve(), lambda: release_beside(task.cases_path, self.state_schema))
         check_recorded_hashes(gate, task.manifest, str(task.path / MANIFEST))
         return gate
-
-    def checks(self, task: LedgerTask) -> dict[RowKey, DispatchCheck]:
-        """The verdict on every row of ``task``, by (case_id, repeat_id)."""
-        gate = self.gate(task)
-        return {(r.case_id, r.repeat_id): gate.check(r, task.cases[r.case_id].request) for r in task.rows}
 
 
 __all__ = ["Releases", "check_recorded_hashes", "release_beside"]

@@ -236,17 +236,11 @@ def default_gate(*, replay: bool, identical: bool | None = None, differs: bool =
     for an offline **replay** of recorded proposals (a ``shadow`` output) — plus ``widening <= 0`` when a decision
     asset differs or the release is not known.  ``identical=None`` (no manifest hashes): a replay takes the
     release gate, a re-run the re-run gate plus ``widening <= 0``."""
-    if identical is None:
-        gate = Gate.parse(DEFAULT_GATE if replay else RERUN_GATE, source="default gate" if replay else "re-run gate")
-        return gate.with_widening() if differs else gate
-    if identical and not replay:
-        return Gate.parse(RERUN_GATE, source="re-run gate")
+    if not replay and identical is not False:
+        gate = Gate.parse(RERUN_GATE, source="re-run gate")
+        return gate.with_widening() if differs and identical is None else gate
     gate = Gate.parse(DEFAULT_GATE, source="default gate")
     return gate.with_widening() if differs else gate
-
-
-__all__ = ["DEFAULT_GATE", "METRICS", "OPERATORS", "RERUN_GATE", "Criterion", "CriterionResult", "Gate", "GateResult",
-           "default_gate", "parse_criterion"]
 
 
 def choose_gate(gate: Gate | None, base: Any, candidate: Any, report: DiffReport, *, replay: bool,
@@ -295,4 +289,5 @@ def choose_gate(gate: Gate | None, base: Any, candidate: Any, report: DiffReport
     return chosen, check
 
 
-__all__ += ["choose_gate"]
+__all__ = ["DEFAULT_GATE", "METRICS", "OPERATORS", "RERUN_GATE", "Criterion", "CriterionResult", "Gate", "GateResult",
+           "choose_gate", "default_gate", "parse_criterion"]

@@ -33,8 +33,10 @@ recorded row can show the effect, so the adapter tests to run.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -93,19 +95,15 @@ class AffectedRow:
     why: str
     base_rule: str | None = None
     candidate_rule: str | None = None
-    calls: int = 0
-    tokens: int = 0
     base_reason: str | None = None
     candidate_reason: str | None = None
     base_final_path: str | None = None
     candidate_final_path: str | None = None
+    calls: int = 0
+    tokens: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"task": self.task, "system": self.system, "case_id": self.case_id, "repeat_id": self.repeat_id,
-                "split": self.split, "why": self.why, "base_rule": self.base_rule,
-                "candidate_rule": self.candidate_rule, "base_reason": self.base_reason,
-                "candidate_reason": self.candidate_reason, "base_final_path": self.base_final_path,
-                "candidate_final_path": self.candidate_final_path, "calls": self.calls, "tokens": self.tokens}
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,18 +115,15 @@ class Cost:
     usd: float | None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"rows": self.rows, "calls": self.calls, "input_tokens": self.input_tokens,
-                "output_tokens": self.output_tokens, "usd": self.usd}
+        return asdict(self)
 
 
 def _cost(rows: Sequence[PredictionRow]) -> Cost:
     priced = [r.estimated_cost_usd for r in rows if r.estimated_cost_usd]
-    usd = None
-    if priced and len(priced) == len(rows):
-        try:
-            usd = round(sum(float(p) for p in priced), 6)
-        except ValueError:
-            usd = None
+    try:
+        usd = round(sum(float(p) for p in priced), 6) if priced and len(priced) == len(rows) else None
+    except ValueError:
+        usd = None
     return Cost(len(rows), sum(calls_of(r) for r in rows), sum(r.input_tokens for r in rows),
                 sum(r.output_tokens for r in rows), usd)
 
@@ -160,13 +155,7 @@ class ImpactReport:
 
     def stages(self) -> dict[str, int]:
         """Controller-set rows per first differing stage."""
-        out: dict[str, int] = {}
-        for r in self.controller:
-            out[r.why] = out.get(r.why, 0) + 1
-        return out
-
-    def live_keys(self) -> set[tuple[str, str, str]]:
-        return {(r.task, r.case_id, r.repeat_id) for r in self.live_rerun}
+        return dict(Counter(r.why for r in self.controller))
 
     def summary(self) -> list[dict[str, Any]]:
         out = []
@@ -212,20 +201,16 @@ class ControllerView:
     terminal: tuple[Any, ...]  # terminal, action, object, reason
 
     @classmethod
-    def of(cls, d: Decision, rules: dict[int, tuple[Any, ...]] | None = None) -> ControllerView:
+    def of(cls, d: Decision, rules: dict[int, tuple[Any, ...]]) -> ControllerView:
         """The view of one decision.  The outputs themselves are the recorded replies, the same on both sides of
         a review: what can differ is whether each was read (``None``: the state failed first, or no repair was
         asked for) and what the contract made of it.  ``rules`` memoizes the rule views (a few rules decide
         every row)."""
         rule, failure, log, proposal = d.rule, d.failure, d.log, d.proposal
-        rule_view = None
-        if rule is not None:
-            rule_view = rules.get(id(rule)) if rules is not None else None
-            if rule_view is None:
-                rule_view = (rule.rule_id, rule.version, rule.decision.value, rule.priority,
-                             _strict(dict(rule.condition.source)))
-                if rules is not None:
-                    rules[id(rule)] = rule_view
+        rule_view = None if rule is None else rules.get(id(rule))
+        if rule is not None and rule_view is None:
+            rule_view = rules[id(rule)] = (rule.rule_id, rule.version, rule.decision.value, rule.priority,
+                                           _strict(dict(rule.condition.source)))
         contract: tuple[Any, ...] = (d.first_output is None, proposal is None or (
             proposal.action_id, proposal.object_id, proposal.topk))
         if log is not None:  # an irregular first pass: its errors, the repair and any failure
@@ -280,8 +265,8 @@ def controller_affected(task: LedgerTask, replay: ReviewReplay) -> list[Affected
         if stage is not None:
             out.append(AffectedRow(task.key, task.system.value, row.case_id, row.repeat_id,
                                    task.cases[row.case_id].split.value, stage.value, _rule_text(a.rule),
-                                   _rule_text(b.rule), calls_of(row), row.input_tokens + row.output_tokens,
-                                   a.reason.value, b.reason.value, a.final_path, b.final_path))
+                                   _rule_text(b.rule), a.reason.value, b.reason.value, a.final_path, b.final_path,
+                                   calls_of(row), row.input_tokens + row.output_tokens))
     return out
 
 
@@ -337,22 +322,18 @@ def impact(edit: AssetEdit, ledgers: LedgerSet | None = None, options: Mapping[s
                 for cls in (EditClass.RULES, EditClass.STATE_SCHEMA, EditClass.CATALOG, EditClass.REGISTRY):
                     add(cls, row)
             for row in task.rows:
-                case = task.cases[row.case_id]
-                cost = (calls_of(row), row.input_tokens + row.output_tokens)
+                affected = partial(AffectedRow, task.key, task.system.value, row.case_id, row.repeat_id,
+                                   task.cases[row.case_id].split.value, calls=calls_of(row),
+                                   tokens=row.input_tokens + row.output_tokens)
                 if row.case_id in changed_lists:
-                    add(EditClass.REGISTRY, AffectedRow(task.key, task.system.value, row.case_id, row.repeat_id,
-                                                        case.split.value, "candidate list changes", calls=cost[0],
-                                                        tokens=cost[1]))
+                    add(EditClass.REGISTRY, affected("candidate list changes"))
                 flags = row_flags(task, row, None, edit, changed_lists, rules_in_prompt)  # the shadow's own rule
                 for cls, wanted in ((EditClass.CATALOG, ShadowFlag.CATALOG_IN_PROMPT_CHANGED),
                                     (EditClass.PROMPTS, ShadowFlag.PROMPT_STAGE_CHANGED)):
                     if wanted in flags:
-                        add(cls, AffectedRow(task.key, task.system.value, row.case_id, row.repeat_id,
-                                             case.split.value, "prompt changes", calls=cost[0], tokens=cost[1]))
+                        add(cls, affected("prompt changes"))
                 if flags:
-                    live.append(AffectedRow(task.key, task.system.value, row.case_id, row.repeat_id,
-                                            case.split.value, "+".join(f.value for f in flags), calls=cost[0],
-                                            tokens=cost[1]))
+                    live.append(affected("+".join(f.value for f in flags)))
                     live_rows.append(row)
         slices = {cls: _paper_slice(cls, ledgers) for cls in edit.classes if cls is not EditClass.PROFILE_ADAPTER}
     adapter = ADAPTER_TESTS if EditClass.PROFILE_ADAPTER in edit.classes else ()

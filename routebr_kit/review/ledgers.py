@@ -14,7 +14,7 @@ published artifact), a replay of the rows through those assets by the one replay
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from ..runs.replay import replay_rows
 from ..store import ledger as _ledger
 from ..store.artifact import CONFIRM, SELECT, Artifact, is_artifact_dir
 from ..store.assets import Assets, assets_beside, load_catalog
-from ..store.cases import Case, Split, load_cases
+from ..store.cases import Case, load_cases
 from ..store.files import read_json, read_json_lines
 from ..store.ledger import MANIFEST, PREDICTIONS, RAW, LedgerSample, PredictionRow, read_predictions
 
@@ -70,17 +70,12 @@ class RowDetail:
                    tuple(f"{e.get('code')}:{e.get('field')}" if isinstance(e, Mapping) else str(e) for e in errors))
 
 
-def gold_view(case: Case) -> dict[str, Any]:
-    g = case.gold
-    return {"case_id": case.case_id, "split": case.split.value, "pair_id": case.pair_id, "action": g.action,
-            "object_id": g.object_id, "boundary": g.boundary.value, "final_path": g.final_path,
-            "rule_ids": list(g.rule_ids)}
-
-
 def gold_sha256(rows: Sequence[PredictionRow], cases: Mapping[str, Case]) -> str:
     """SHA-256 of the gold labels of the cases a ledger scores (sorted by case ID)."""
-    ids = sorted({r.case_id for r in rows})
-    return sha256_json([gold_view(cases[i]) for i in ids if i in cases])
+    chosen = [cases[i] for i in sorted({r.case_id for r in rows}) if i in cases]
+    return sha256_json([{"case_id": c.case_id, "split": c.split.value, "pair_id": c.pair_id, "action": c.gold.action,
+                         "object_id": c.gold.object_id, "boundary": c.gold.boundary.value,
+                         "final_path": c.gold.final_path, "rule_ids": list(c.gold.rule_ids)} for c in chosen])
 
 
 @dataclass(frozen=True)
@@ -171,36 +166,22 @@ def replay_by_repeat(controller: Controller, rows: Sequence[PredictionRow], case
     groups: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
         groups.setdefault(r.repeat_id, []).append(i)
-    out_rows: list[PredictionRow | None] = [None] * len(rows)
-    out_decisions: list[Decision | None] = [None] * len(rows)
+    done: dict[int, tuple[PredictionRow, Decision]] = {}
     for repeat, positions in groups.items():
-        chosen = [rows[i] for i in positions]
         receipts = [p for (_, r), p in index.items() if r == repeat]
-        result = replay_rows(controller, chosen, cases, receipts=receipts, name=name)
-        for i, row, decision in zip(positions, result.rows, result.decisions):
-            out_rows[i], out_decisions[i] = row, decision
-    return tuple(out_rows), tuple(out_decisions)  # type: ignore[arg-type]
-
-
-def recorded_state_schema(manifest: Mapping[str, Any]) -> tuple[bool, str | None]:
-    """``(recorded, sha256)``: whether a run manifest records the runtime-state schema it ran under (a kit run
-    or shadow does; a published manifest does not) and that schema file's hash (``None``: derived from the
-    rules)."""
-    hashes = manifest.get("hashes")
-    if not isinstance(hashes, Mapping) or "state_schema" not in hashes:
-        return False, None
-    return True, hashes["state_schema"] or None
+        result = replay_rows(controller, [rows[i] for i in positions], cases, receipts=receipts, name=name)
+        done.update(zip(positions, zip(result.rows, result.decisions)))
+    return tuple(done[i][0] for i in range(len(rows))), tuple(done[i][1] for i in range(len(rows)))
 
 
 def check_state_schema(task: LedgerTask, assets: Assets) -> None:
     """The base of a review is what the run ran under: a run recorded with ``--state-schema FILE`` (its hash in the
     manifest) must be reviewed against that schema file, and a run under the derived schema against none —
     otherwise every replay would change decisions the release did not change.  A located error names the file."""
-    if not task.system.uses_controller:
+    hashes = task.manifest.get("hashes")  # a kit run or shadow records it (a published manifest does not)
+    if not task.system.uses_controller or not isinstance(hashes, Mapping) or "state_schema" not in hashes:
         return
-    recorded, sha = recorded_state_schema(task.manifest)
-    if not recorded:
-        return
+    sha = hashes["state_schema"] or None  # None: the schema derived from the rules
     have = assets.policy.state_schema.sha256 or None
     if have != sha:
         def name(h: str | None) -> str:
@@ -276,7 +257,8 @@ def _run_task(key: str, folder: Path, cases_arg: str | Path | None, assets: Asse
     if resolved not in loaded:
         loaded[resolved] = {c.case_id: c for c in load_cases(cases_path)}
     cases = loaded[resolved]
-    catalog = assets.catalog if assets is not None else _catalog_beside(cases_path)
+    beside = cases_path.parent / "catalog.csv"  # none there: nothing to check dispatched actions against
+    catalog = assets.catalog if assets is not None else load_catalog(beside) if beside.is_file() else None
     if catalog is not None:
         _ledger.check_catalog(rows, catalog.ids, str(folder / PREDICTIONS))
     for r in rows:
@@ -308,12 +290,6 @@ def controller_overrides(manifest: Mapping[str, Any]) -> dict[str, Any]:
     if options.get("fallback"):
         out["fallback"] = Terminal(options["fallback"])
     return out
-
-
-def _catalog_beside(cases_path: Path) -> Any:
-    """The catalog stored next to a cases file (``None``: there is none to check dispatched actions against)."""
-    path = Path(cases_path).parent / "catalog.csv"
-    return load_catalog(path) if path.is_file() else None
 
 
 def _shadow_details(path: Path) -> dict[RowKey, RowDetail]:
@@ -380,12 +356,6 @@ def _artifact_set(artifact: Artifact, want_details: bool, cache: CasesCache) -> 
                      {"artifact": str(artifact.root)})
 
 
-def split_of(task: LedgerTask, row: PredictionRow) -> Split:
-    return task.cases[row.case_id].split
-
-
-
-
 def load_many(paths: Sequence[str | Path], *, cases: str | Path | None = None, assets: Assets | None = None,
               details: bool = True) -> LedgerSet:
     """One ledger set from several roots (task keys prefixed by each root's folder name when there are several)."""
@@ -402,11 +372,10 @@ def load_many(paths: Sequence[str | Path], *, cases: str | Path | None = None, a
     for name, s in zip(names, sets):
         for key, task in s.tasks.items():
             new_key = name if key == "." else f"{name}/{key}"
-            tasks[new_key] = LedgerTask(new_key, task.system, task.rows, task.cases, task.path, task.receipts,
-                                        task.manifest, task.details, task.cases_path)
+            tasks[new_key] = replace(task, key=new_key)
     return LedgerSet(Path(paths[0]).resolve().parent, "runs", tasks, assets)
 
 
 __all__ = ["SHADOW_KEY", "SHADOW_MANIFEST", "LedgerSet", "LedgerTask", "RowDetail", "check_state_schema",
-           "controller_overrides", "gold_sha256", "gold_view", "load_ledgers", "load_many", "receipt_index",
-           "recorded_state_schema", "replay_by_repeat", "split_of"]
+           "controller_overrides", "gold_sha256", "load_ledgers", "load_many", "receipt_index",
+           "replay_by_repeat"]

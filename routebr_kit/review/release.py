@@ -76,13 +76,12 @@ def load_review_source(*, artifact: str | Path | None = None, ledger: Sequence[s
                         field="ledger")
     if artifact is not None:
         base = AssetFiles.from_dir(base_assets) if base_assets is not None else artifact_asset_files(artifact)
-        base = base.replace(state_schema=schema) if schema is not None else base
-        return ReviewSource(load_ledgers(artifact, details=details), base, str(artifact))
+        return ReviewSource(load_ledgers(artifact, details=details), base.replace(state_schema=schema), str(artifact))
     if base_assets is None and cases is None:
         raise DataError(ErrorCode.EMPTY_VALUE, "--cases FILE (and optionally --base-assets DIR) with --ledger",
                         field="cases")
-    base = AssetFiles.from_dir(base_assets if base_assets is not None else Path(cases).parent)
-    base = base.replace(state_schema=schema) if schema is not None else base
+    base = AssetFiles.from_dir(base_assets if base_assets is not None else Path(cases).parent).replace(
+        state_schema=schema)
     label = " ".join(str(p) for p in ledger)
     return ReviewSource(load_many(list(ledger), cases=cases, assets=base.load(), details=details), base, label)
 
@@ -100,13 +99,9 @@ def candidate_edit(base: AssetFiles | str | Path, candidate: AssetFiles | str | 
     single files in last.
     """
     base_files = _files(base)
-    if isinstance(candidate, AssetFiles):
-        cand = candidate
-    elif candidate is not None:
-        cand = base_files.overlay(candidate)
-    else:
-        cand = base_files
-    return compare_assets(base_files, cand.replace(**files))
+    if not isinstance(candidate, AssetFiles):
+        candidate = base_files if candidate is None else base_files.overlay(candidate)
+    return compare_assets(base_files, candidate.replace(**files))
 
 
 def _gate(gate: Gate | str | Path | None) -> Gate:
@@ -117,11 +112,15 @@ def _gate(gate: Gate | str | Path | None) -> Gate:
     return Gate.from_arg(str(gate))
 
 
+def _verdict(gate: Gate, diff: DiffReport, check: Any, releases: Any = None) -> GateResult:
+    """``gate`` on ``diff``, plus ``widening <= 0`` when the exact verifier's ``check`` finds the releases differ."""
+    if check is not None and check.differs:
+        gate = gate.with_widening()
+    return gate.evaluate(diff, releases, release_values=None if check is None else {"widening": check.widening})
+
+
 def _ledgers(ledgers: LedgerSet | str | Path) -> LedgerSet:
-    if isinstance(ledgers, LedgerSet):
-        chosen = ledgers
-    else:
-        chosen = load_ledgers(ledgers)
+    chosen = ledgers if isinstance(ledgers, LedgerSet) else load_ledgers(ledgers)
     for task in chosen.tasks.values():
         if task.system.uses_controller and task.rows and not task.details:
             # without the base decisions' rules and reasons the diff would miss every trace-only change
@@ -160,17 +159,8 @@ class Review:
 
     def with_gate(self, gate: Gate | str | Path | None) -> Review:
         """The same review judged by another gate (no replay: the gate reads the diff already made)."""
-        chosen = _gate(gate)
-        if self.release is not None and self.release.differs:
-            chosen = chosen.with_widening()
-        verdict = chosen.evaluate(self.diff, (self.edit.base_assets, self.edit.candidate_assets),
-                                  release_values=None if self.release is None else
-                                  {"widening": self.release.widening})
-        return replace(self, gate=verdict)
-
-    def metrics(self, split: str | None = None) -> dict[str, float]:
-        """The diff's flat numbers (the ones the gate reads)."""
-        return self.diff.metrics(split)
+        return replace(self, gate=_verdict(_gate(gate), self.diff, self.release,
+                                           (self.edit.base_assets, self.edit.candidate_assets)))
 
     def summary(self) -> SummaryRow:
         """One row: what was selected, what changed (every change class, so the counts add up to ``changed``),
@@ -256,10 +246,7 @@ def release_review(base: AssetFiles | str | Path, candidate: AssetFiles | AssetE
     from ..verify.releases import release_check
     check = release_check(edit.base_assets, edit.candidate_assets, observations=observations_from_ledgers(recorded),
                           allow_widening=allow_widening)
-    if check.differs:
-        chosen_gate = chosen_gate.with_widening()
-    verdict = chosen_gate.evaluate(report, release_values={"widening": check.widening})
-    return Review(edit, selection, shadow, report, verdict, label, check)
+    return Review(edit, selection, shadow, report, _verdict(chosen_gate, report, check), label, check)
 
 
 # --------------------------------------------------------------------------------------------- rendering

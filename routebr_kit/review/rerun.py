@@ -52,7 +52,6 @@ def parse_models(value: str) -> tuple[ReRunModel, ...]:
     return tuple(out)
 
 
-
 @dataclass(frozen=True)
 class Design:
     """The paired rows of a ledger set, grouped in clusters of at most two rows (a FLIP pair, or one row), and for
@@ -181,8 +180,6 @@ def _task_pools(task: LedgerTask, ledgers: LedgerSet, rows: Sequence[PredictionR
                         "'repeats' re-run model", file=str(task.path), field="repeat_id",
                         got=f"{fewest} repeat(s) of some case")
     return [grouped[k] for k in keys], f"repeats ({fewest}+ per case)"
-
-
 
 
 def select_tasks(ledgers: LedgerSet, prefixes: Sequence[str]) -> LedgerSet:

@@ -54,17 +54,15 @@ class SessionReplay:
                    edit.candidate_assets.controller(ControllerOptions(**dict(options or {}))))
 
     def base(self, session_id: str) -> tuple[Any, ...]:
-        found = self._base.get(session_id)
-        if found is None:
-            found = self._base[session_id] = tuple(replay_session(self.base_controller, self._recorded(session_id)))
-        return found
+        return self._side(self._base, self.base_controller, session_id)
 
     def candidate(self, session_id: str) -> tuple[Any, ...]:
-        found = self._candidate.get(session_id)
-        if found is None:
-            found = self._candidate[session_id] = tuple(replay_session(self.candidate_controller,
-                                                                       self._recorded(session_id)))
-        return found
+        return self._side(self._candidate, self.candidate_controller, session_id)
+
+    def _side(self, memo: dict[str, tuple[Any, ...]], controller: Controller, session_id: str) -> tuple[Any, ...]:
+        if session_id not in memo:
+            memo[session_id] = tuple(replay_session(controller, self._recorded(session_id)))
+        return memo[session_id]
 
     def candidate_on_base_history(self, session_id: str, index: int) -> Any:
         """The candidate's decision of request ``index`` given the history the *base* made (for attribution)."""
@@ -93,10 +91,6 @@ class SessionShadow:
     decisions: Mapping[str, tuple[dict[str, Any], ...]]
     unrecorded: tuple[tuple[str, int], ...]  # (session, index) whose candidate decision needs an unrecorded reply
     recorded_mismatch: tuple[tuple[str, int], ...]  # base replay != the ledger's recorded decision
-
-    @property
-    def requests(self) -> int:
-        return sum(len(v) for v in self.decisions.values())
 
 
 def shadow_sessions(replay: SessionReplay) -> SessionShadow:
@@ -168,14 +162,11 @@ class SessionDiffReport:
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per changed request (for a table)."""
-        out = []
-        for c in self.changes:
-            for j in c.changed:
-                out.append({"session_id": c.session_id, "request": j + 1, "request_id": c.request_ids[j],
-                            "first": j == c.first_changed, "history_only": j in c.history_only,
-                            "base": f"{c.base[j]['final_path']} ({c.base[j]['rule_id']})",
-                            "candidate": f"{c.candidate[j]['final_path']} ({c.candidate[j]['rule_id']})"})
-        return out
+        return [{"session_id": c.session_id, "request": j + 1, "request_id": c.request_ids[j],
+                 "first": j == c.first_changed, "history_only": j in c.history_only,
+                 "base": f"{c.base[j]['final_path']} ({c.base[j]['rule_id']})",
+                 "candidate": f"{c.candidate[j]['final_path']} ({c.candidate[j]['rule_id']})"}
+                for c in self.changes for j in c.changed]
 
     def as_dict(self) -> dict[str, Any]:
         return {"sessions": self.sessions, "requests": self.requests, "changed_sessions": len(self.changes),
@@ -205,12 +196,8 @@ def diff_sessions(replay: SessionReplay) -> SessionDiffReport:
 def stale_history(replay: SessionReplay) -> tuple[tuple[str, int], ...]:
     """The requests a per-request shadow would get wrong: those whose candidate decision on the history the
     *base* made differs from the candidate's decision on its own history."""
-    out = []
-    for sid in replay.ledger.sessions:
-        for i, d in enumerate(replay.candidate(sid)):
-            if i and _key(decision_summary(replay.candidate_on_base_history(sid, i))) != _key(decision_summary(d)):
-                out.append((sid, i))
-    return tuple(out)
+    return tuple((sid, i) for sid in replay.ledger.sessions for i, d in enumerate(replay.candidate(sid))
+                 if i and _key(decision_summary(replay.candidate_on_base_history(sid, i))) != _key(decision_summary(d)))
 
 
 def review_candidates(ledger: SessionLedger, base: Controller, candidates: Mapping[str, Controller]

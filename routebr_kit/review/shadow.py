@@ -35,7 +35,7 @@ from ..core.calls import FailureKind
 from ..core.controller import Controller, ControllerOptions, Decision
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_json
-from ..core.records import Entity, Registry, RouteRequest, System, Terminal
+from ..core.records import Entity, RouteRequest, System, Terminal
 from ..evaluation.metrics import calls_of
 from ..store.assets import Assets
 from ..store.cases import Case
@@ -115,35 +115,26 @@ def _options_view(options: Mapping[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------- cases under a registry
 
 
-def rebase_candidates(candidates: tuple[Entity, ...], base: Registry | None, candidate: Registry | None,
-                      changed: Mapping[str, str]) -> tuple[Entity, ...]:
-    """A case's candidate list as the candidate registry presents it: removed entities dropped, modified ones
+def rebase_cases(cases: Mapping[str, Case], edit: AssetEdit) -> tuple[dict[str, Case], frozenset[str]]:
+    """Every case under the candidate registry, and the IDs of the cases whose candidate list changed.
+
+    A case's candidate list as the candidate registry presents it: removed entities dropped, modified ones
     rewritten from the candidate registry.  Additions never enter an existing list (the list is the case's input;
     the registry only bounds it)."""
-    if not changed:
-        return candidates
-    out = []
-    for e in candidates:
-        kind = changed.get(e.object_id)
-        if kind == "removed":
-            continue
-        if kind == "modified" and candidate is not None:
-            new = candidate[e.object_id]
-            out.append(Entity(new.object_id, new.object_type, new.display_name, new.aliases, new.attributes))
-        else:
-            out.append(e)
-    return tuple(out)
-
-
-def rebase_cases(cases: Mapping[str, Case], edit: AssetEdit) -> tuple[dict[str, Case], frozenset[str]]:
-    """Every case under the candidate registry, and the IDs of the cases whose candidate list changed."""
-    if not edit.registry_changed:
+    changes, registry = edit.registry_changed, edit.candidate_assets.registry
+    if not changes:
         return dict(cases), frozenset()
+
+    def rebased(e: Entity) -> Entity:
+        if changes.get(e.object_id) != "modified" or registry is None:
+            return e
+        new = registry[e.object_id]
+        return Entity(new.object_id, new.object_type, new.display_name, new.aliases, new.attributes)
+
     out, changed = {}, set()
     for case_id, case in cases.items():
         r = case.request
-        new = rebase_candidates(r.candidates, edit.base_assets.registry, edit.candidate_assets.registry,
-                                edit.registry_changed)
+        new = tuple(rebased(e) for e in r.candidates if changes.get(e.object_id) != "removed")
         if [e.prompt_view() for e in new] != [e.prompt_view() for e in r.candidates]:
             changed.add(case_id)
             case = replace(case, request=RouteRequest(r.request_id, r.utterance, r.history, r.state, new))
@@ -161,11 +152,7 @@ class ShadowRow:
     source: PredictionRow
     row: PredictionRow
     decision: Decision | None  # None for baseline rows (kept as recorded)
-    flags: tuple[ShadowFlag, ...] = ()
-
-    @property
-    def needs_live_rerun(self) -> bool:
-        return bool(self.flags)
+    flags: tuple[ShadowFlag, ...] = ()  # any flag: the row needs a live re-run
 
     @property
     def changed(self) -> bool:
@@ -187,7 +174,12 @@ class ShadowTask:
 
     @property
     def flagged(self) -> tuple[ShadowRow, ...]:
-        return tuple(r for r in self.rows if r.needs_live_rerun)
+        return tuple(r for r in self.rows if r.flags)
+
+    def flag_records(self) -> list[dict[str, Any]]:
+        """The flagged rows as a run manifest's ``shadow.needs_live_rerun`` lists them."""
+        return [{"case_id": r.row.case_id, "repeat_id": r.row.repeat_id, "flags": [f.value for f in r.flags]}
+                for r in self.flagged]
 
 
 @dataclass(frozen=True)
@@ -304,43 +296,32 @@ class ReviewReplay:
                                                             "review:candidate")
         return found
 
-    def of(self, ledgers: LedgerSet, edit: AssetEdit, options: Mapping[str, Any] | None) -> ReviewReplay:
-        """Itself, when it replays these ledgers under this edit and these options (a typed error otherwise)."""
-        if ledgers is not self.ledgers or edit is not self.edit or dict(options or {}) != self.options:
-            raise DataError(ErrorCode.INCONSISTENT_ASSETS, "the replay of the same ledgers, edit and options",
-                            field="replay")
-        return self
-
 
 def review_replay(ledgers: LedgerSet, edit: AssetEdit, options: Mapping[str, Any] | None = None,
                   replay: ReviewReplay | None = None, *, cache: BaseCache | None = None) -> ReviewReplay:
-    """``replay`` checked to be of these inputs, or a new :class:`ReviewReplay` of them."""
-    return replay.of(ledgers, edit, options) if replay is not None else ReviewReplay(ledgers, edit, options,
-                                                                                      cache=cache)
-
-
-def shadow_task(replay: ReviewReplay, task: LedgerTask) -> ShadowTask:
-    """Re-decide one result folder under the candidate release (no model call): the candidate side of
-    ``replay``."""
-    cases, candidates_changed = replay.rebased(task)
-    if task.system.uses_controller:
-        rows, decisions = replay.candidate(task)
-        pairs = list(zip(rows, decisions))
-    else:
-        pairs = [(r, None) for r in task.rows]
-    out = tuple(ShadowRow(src, new, d, row_flags(task, src, d, replay.edit, candidates_changed,
-                                                 replay.rules_in_prompt))
-                for src, (new, d) in zip(task.rows, pairs))
-    return ShadowTask(task, out, cases)
+    """``replay`` checked to be of these ledgers, edit and options (a typed error otherwise), or a new
+    :class:`ReviewReplay` of them."""
+    if replay is None:
+        return ReviewReplay(ledgers, edit, options, cache=cache)
+    if ledgers is not replay.ledgers or edit is not replay.edit or dict(options or {}) != replay.options:
+        raise DataError(ErrorCode.INCONSISTENT_ASSETS, "the replay of the same ledgers, edit and options",
+                        field="replay")
+    return replay
 
 
 def shadow_replay(ledgers: LedgerSet, edit: AssetEdit, options: Mapping[str, Any] | None = None, *,
                   replay: ReviewReplay | None = None) -> ShadowResult:
-    """Every result folder of ``ledgers`` under the candidate release of ``edit`` (see the module docstring): the
-    candidate side of ``replay`` (one is made when none is given)."""
+    """Every result folder of ``ledgers`` under the candidate release of ``edit`` (see the module docstring), no
+    model call: the candidate side of ``replay`` (one is made when none is given)."""
     replay = review_replay(ledgers, edit, options, replay)
-    tasks = tuple(shadow_task(replay, task) for task in ledgers.tasks.values())
-    return ShadowResult(edit, replay.options, tasks, ledgers.root, replay)
+    tasks = []
+    for task in ledgers.tasks.values():
+        cases, candidates_changed = replay.rebased(task)
+        pairs = zip(*replay.candidate(task)) if task.system.uses_controller else ((r, None) for r in task.rows)
+        tasks.append(ShadowTask(task, tuple(
+            ShadowRow(src, new, d, row_flags(task, src, d, edit, candidates_changed, replay.rules_in_prompt))
+            for src, (new, d) in zip(task.rows, pairs)), cases))
+    return ShadowResult(edit, replay.options, tuple(tasks), ledgers.root, replay)
 
 
 # --------------------------------------------------------------------------------------------- writing
@@ -377,12 +358,6 @@ def _row_record(r: ShadowRow) -> dict[str, Any]:
             "state_errors": [] if d is None else [v.as_dict() for v in d.state_errors]}
 
 
-def receipt_name(row: PredictionRow, repeats: int) -> str:
-    """``<case_id>.json`` (the run layout); ``<case_id>.r<repeat_id>.json`` when a task holds several repeats of a
-    case, so no receipt overwrites another (each records its repeat)."""
-    return f"{row.case_id}.json" if repeats <= 1 else f"{row.case_id}.r{row.repeat_id}.json"
-
-
 def write_shadow(result: ShadowResult, out_dir: str | Path, *, receipts: bool = False) -> Path:
     """Write every shadow task as a run directory under ``out_dir`` plus ``shadow_manifest.json``; returns it.
 
@@ -403,9 +378,12 @@ def write_shadow(result: ShadowResult, out_dir: str | Path, *, receipts: bool = 
                                                              separators=(",", ":")) + "\n" for r in task.rows))
         if receipts:
             (folder / RAW).mkdir(exist_ok=True)
-            repeats = len({r.row.repeat_id for r in task.rows})
+            # <case_id>.json (the run layout); <case_id>.r<repeat_id>.json when a task holds several repeats of a
+            # case, so no receipt overwrites another (each records its repeat)
+            several = len({r.row.repeat_id for r in task.rows}) > 1
             for r in task.rows:
-                _write_text(folder / RAW / receipt_name(r.row, repeats), json.dumps({
+                name = f"{r.row.case_id}.r{r.row.repeat_id}.json" if several else f"{r.row.case_id}.json"
+                _write_text(folder / RAW / name, json.dumps({
                     "case_id": r.row.case_id, "system": task.source.system.value, "repeat_id": r.row.repeat_id,
                     "backend": "shadow", "shadow": _row_record(r),
                     "responses": _responses(task.source, r.source, r.decision),
@@ -433,8 +411,7 @@ def write_shadow(result: ShadowResult, out_dir: str | Path, *, receipts: bool = 
                 "gold_sha256": gold_sha256(rows, task.source.cases), "base_hashes": base_hashes,
                 "candidate_hashes": cand_hashes, "live_calls": 0,
                 "changed_decisions": sum(r.changed for r in task.rows),
-                "needs_live_rerun": [{"case_id": r.row.case_id, "repeat_id": r.row.repeat_id,
-                                      "flags": [f.value for f in r.flags]} for r in task.rows if r.flags],
+                "needs_live_rerun": task.flag_records(),
             },
         }
         _write_text(folder / MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1) + "\n")
@@ -455,11 +432,6 @@ def _base_options(system: System, manifest: Mapping[str, Any]) -> dict[str, Any]
     o = ControllerOptions.for_system(system, **controller_overrides(manifest))
     return {"fallback": o.fallback.value, "enforce_state": o.enforce_state, "enable_grounding": o.enable_grounding,
             "repair": o.repair}
-
-
-def details_of(shadow: ShadowTask) -> dict[tuple[str, str], RowDetail]:
-    return {(r.row.case_id, r.row.repeat_id): RowDetail.of_decision(r.decision) for r in shadow.rows
-            if r.decision is not None}
 
 
 def trace_pair(ledgers: LedgerSet, shadow: ShadowResult, task_key: str, case_id: str,
@@ -490,19 +462,18 @@ def trace_pair(ledgers: LedgerSet, shadow: ShadowResult, task_key: str, case_id:
                          "candidate": [b.get(k, "") for k in order]})
 
 
-__all__ = ["OPTION_NAMES", "SHADOW_ROWS", "BaseCache", "ReviewReplay", "ShadowFlag", "ShadowResult", "ShadowRow",
-           "ShadowTask", "details_of", "parse_options", "rebase_candidates", "rebase_cases", "receipt_name",
-           "replay_task", "review_replay", "row_flags",
-           "shadow_ledgers", "shadow_replay", "shadow_task", "task_controller", "trace_pair", "write_shadow"]
-
-
 def shadow_ledgers(result: ShadowResult) -> LedgerSet:
     """The shadow result as a ledger set (in memory), ready for :func:`routebr_kit.review.diff.diff_ledgers`."""
     tasks = {}
     for t in result.tasks:
-        flagged = [{"case_id": r.row.case_id, "repeat_id": r.row.repeat_id, "flags": [f.value for f in r.flags]}
-                   for r in t.rows if r.flags]
+        details = {(r.row.case_id, r.row.repeat_id): RowDetail.of_decision(r.decision) for r in t.rows
+                   if r.decision is not None}
         tasks[t.key] = LedgerTask(t.key, t.source.system, tuple(r.row for r in t.rows), t.source.cases,
-                                  t.source.path, (), {SHADOW_KEY: {"needs_live_rerun": flagged}}, details_of(t),
+                                  t.source.path, (), {SHADOW_KEY: {"needs_live_rerun": t.flag_records()}}, details,
                                   t.source.cases_path)
     return LedgerSet(Path("<shadow>"), "shadow", tasks, result.edit.candidate_assets)
+
+
+__all__ = ["OPTION_NAMES", "SHADOW_ROWS", "BaseCache", "ReviewReplay", "ShadowFlag", "ShadowResult", "ShadowRow",
+           "ShadowTask", "parse_options", "rebase_cases", "replay_task", "review_replay", "row_flags",
+           "shadow_ledgers", "shadow_replay", "task_controller", "trace_pair", "write_shadow"]
