@@ -473,7 +473,7 @@ def _replay(catalog: Catalog, programs: Sequence[PolicyEngine], steps: Sequence[
 
 def _summary(d: Any) -> dict[str, Any]:
     return {"final_path": d.final_path, "rule": d.rule_id, "reason": d.reason.value,
-            "temporal": [f"{o} | {x}" for o, x in d.temporal_evidence()] if hasattr(d, "temporal_evidence") else []}
+            "temporal": [f"{o} | {x}" for o, x in d.temporal_evidence()]}
 
 
 def _confirm(catalog, programs, steps, sym, check) -> Counterexample:
