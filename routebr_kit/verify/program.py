@@ -197,7 +197,9 @@ class Release:
         self._changing: dict[str, frozenset[str]] = {}
         self._tails: dict[tuple[int, int], int] = {}
         self._chains: dict[str, list[Rule]] = {}
-        self.diagrams: dict[str, int] = {a: self._compile(a) for a in self.actions}
+        self._rules_by_id = {r.rule_id: r for r in policy.rules}
+        self.diagrams: dict[str, int] = {a: self.chain_diagram(self.chain(a) if a in catalog else [_NO_ACTION_RULE])
+                                         for a in self.actions}
         self._outcomes: dict[tuple[str, ObjectClass, Hashable], Outcome] = {}
         self._states: dict[tuple[str, Hashable], dict[str, Any]] = {}
         self._points: dict[str, dict[Hashable, list[int | None]]] = {}
@@ -207,17 +209,24 @@ class Release:
     def chain(self, action: str) -> list[Rule]:
         """The action's rules in first-match order, up to and including the first unconditional one."""
         if action not in self._chains:
-            rules = []
-            for r in self.policy.rules:
-                if r.applies(action):
-                    rules.append(r)
-                    if r.condition.unconditional:
-                        break
-            self._chains[action] = rules
+            self._chains[action] = self._rules_until(action, 1)
         return self._chains[action]
 
-    def _compiled(self, rules: Sequence[Rule], dominance: bool = False) -> _Chain:
-        return _Chain(rules, self.space, self.manager.sizes, self.valid, dominance)
+    def extended_chain(self, action: str) -> list[Rule]:
+        """The chain plus the rules after its unconditional end, up to the next unconditional one: the rules that
+        decide once any one rule of the chain is removed."""
+        return self._rules_until(action, 2)
+
+    def _rules_until(self, action: str, unconditional: int) -> list[Rule]:
+        """The action's rules in first-match order, up to and including its ``unconditional``-th unconditional one."""
+        rules, seen = [], 0
+        for r in self.policy.rules:
+            if r.applies(action):
+                rules.append(r)
+                seen += r.condition.unconditional
+                if seen == unconditional:
+                    break
+        return rules
 
     def _tail(self, level: int, leaf: int) -> int:
         """``leaf`` where every variable from ``level`` on takes an admitted value, :data:`FAIL` elsewhere: once a
@@ -254,7 +263,7 @@ class Release:
         found = m.cache.get(shared)
         if found is not None:
             return found
-        c = self._compiled(rules, dominance=True)
+        c = _Chain(rules, self.space, sizes, self.valid, dominance=True)
         last, done, constrained, compat, valid, invalid = c.last, c.done, c.constrained, c.compat, c.valid, c.invalid
         leaves = [m.leaf(i) for i in c.ids]
         tail, node = self._tail, m.node
@@ -295,19 +304,6 @@ class Release:
         out = m.cache[shared] = rec(0, c.canonical(c.alive, 0))
         return out
 
-    def extended_chain(self, action: str) -> list[Rule]:
-        """The chain plus the rules after its unconditional end, up to the next unconditional one: the rules that
-        decide once any one rule of the chain is removed."""
-        rules, seen = [], 0
-        for r in self.policy.rules:
-            if r.applies(action):
-                rules.append(r)
-                if r.condition.unconditional:
-                    seen += 1
-                    if seen == 2:
-                        break
-        return rules
-
     def changing_winners(self, action: str) -> frozenset[str]:
         """The rules of the action's chain whose removal changes its decision on some admitted state: the rules
         that are the first match of some admitted state on which the next matching rule of the extended chain
@@ -329,7 +325,7 @@ class Release:
             return found
         m = self.manager
         rules = self.extended_chain(action)
-        c = self._compiled(rules)
+        c = _Chain(rules, self.space, m.sizes, self.valid)
         done, constrained, compat, valid = c.done, c.constrained, c.compat, c.valid
         decision_of = [r.decision for r in rules]
         index = {rule_id: k for k, rule_id in enumerate(c.ids)}
@@ -384,14 +380,7 @@ class Release:
 
         return walk(0, diagram, later)
 
-    def _compile(self, action: str) -> int:
-        if action not in self.catalog:
-            return self.chain_diagram([_NO_ACTION_RULE])
-        return self.chain_diagram(self.chain(action))
-
     def policy_rule(self, rule_id: str) -> Rule:
-        if not hasattr(self, "_rules_by_id"):
-            self._rules_by_id = {r.rule_id: r for r in self.policy.rules}
         return self._rules_by_id[rule_id]
 
     # ---- outcomes
