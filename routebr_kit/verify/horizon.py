@@ -87,12 +87,11 @@ def _amounts_feasible(n: int, cons: frozenset[tuple[frozenset[int], str, int]]) 
         x = [int(round(v)) for v in result.x]
         if _satisfies(x, cons):
             return x
-    return _search_amounts(n, cons)
+    return _search_amounts(n, cons, top)
 
 
-def _search_amounts(n: int, cons: frozenset[tuple[frozenset[int], str, int]]) -> list[int] | None:
-    """The exact search: bounds propagation, then branching, on the box ``[0, max |c| + 1]``."""
-    top = max([abs(c) for _, _, c in cons] + [0]) + 1
+def _search_amounts(n: int, cons: frozenset[tuple[frozenset[int], str, int]], top: int) -> list[int] | None:
+    """The exact search: bounds propagation, then branching, on the box ``[0, top]``."""
     lo, hi = [0] * n, [top] * n
 
     def solve(lo: list[int], hi: list[int]) -> list[int] | None:
@@ -185,11 +184,8 @@ def _matches(p: TemporalPredicate, e: AEvent) -> bool:
 
 def _bound_atoms(bounds: tuple[tuple[str, int], ...]) -> list[tuple[str, int]]:
     """Bounds as ``(ge|le, c)`` atoms."""
-    out = []
-    for op, c in bounds:
-        out += {"gt": [("ge", c + 1)], "gte": [("ge", c)], "lt": [("le", c - 1)], "lte": [("le", c)],
-                "eq": [("ge", c), ("le", c)]}[op]
-    return out
+    return [atom for op, c in bounds for atom in {"gt": [("ge", c + 1)], "gte": [("ge", c)], "lt": [("le", c - 1)],
+                                                  "lte": [("le", c)], "eq": [("ge", c), ("le", c)]}[op]]
 
 
 def _conj(sym: Sym, s: frozenset[int], atoms: list[tuple[str, int]]) -> Iterator[tuple[bool, Sym]]:

@@ -326,7 +326,6 @@ class Release:
         m = self.manager
         rules = self.extended_chain(action)
         c = _Chain(rules, self.space, m.sizes, self.valid)
-        done, constrained, compat, valid = c.done, c.constrained, c.compat, c.valid
         decision_of = [r.decision for r in rules]
         index = {rule_id: k for k, rule_id in enumerate(c.ids)}
         diagram = self.diagrams[action]
@@ -334,20 +333,17 @@ class Release:
         winners = 0
         for k in range(len(c.ids)):
             bit = 1 << k
-            if reach[diagram] & bit and self._changes(diagram, bit, c.alive & ~((bit << 1) - 1),
-                                                      sum(1 << j for j, d in enumerate(decision_of)
-                                                          if d is decision_of[k]),
-                                                      reach, done, constrained, compat, valid):
+            alike = sum(1 << j for j, d in enumerate(decision_of) if d is decision_of[k])
+            if reach[diagram] & bit and self._changes(c, diagram, bit, c.alive & ~((bit << 1) - 1), alike, reach):
                 winners |= bit
         result = frozenset(c.ids[k] for k in range(len(rules)) if winners >> k & 1)
         self._changing[action] = result
         return result
 
-    def _changes(self, diagram: int, bit: int, later: int, alike: int, reach: Mapping[int, int], done: Sequence[int],
-                 constrained: Sequence[int], compat: Sequence[Sequence[int]], valid: Sequence[Sequence[int]]) -> bool:
+    def _changes(self, c: _Chain, diagram: int, bit: int, later: int, alike: int, reach: Mapping[int, int]) -> bool:
         """Whether some admitted state of the region of the rule ``bit`` (its leaf in ``diagram``) has no later
         rule of ``later`` matching, or a first later match outside ``alike`` (the rules deciding like it)."""
-        m = self.manager
+        m, done, constrained, compat, valid = self.manager, c.done, c.constrained, c.compat, c.valid
         memo: dict[tuple[int, int, int], bool] = {}
 
         def walk(level: int, x: int, alive: int) -> bool:
