@@ -16,6 +16,7 @@ from verify_generators import (
     random_rules,
     random_state,
     request_of,
+    sample_in,
 )
 
 from routebr_kit.core.controller import Controller, ControllerOptions
@@ -139,7 +140,7 @@ def test_values_sampled_inside_each_class_land_in_it_and_decide_alike(seed):
                     state.update(var.assignment(index))
                     continue
                 piece = rng.choice(value.pieces)
-                sample = piece.sample(rng)
+                sample = sample_in(piece, rng)
                 if sample is not ref.ABSENT and piece.kind.value != "missing":
                     state[var.fields[0]] = sample
             assert space.classify(state) == tuple(point) or any(

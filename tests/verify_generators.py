@@ -10,6 +10,7 @@ import random
 from routebr_kit.core.errors import DataError
 from routebr_kit.core.records import Entity, RouteRequest, RuntimeState
 from routebr_kit.core.rules import PolicyEngine, rule
+from routebr_kit.verify.space import MISSING, Kind
 from routebr_kit.verify.synthetic import CATALOG
 
 FIELDS = ("a", "b", "c", "n", "m", "s", "t")
@@ -144,3 +145,24 @@ def random_proposal(rng: random.Random) -> tuple[dict, tuple[Entity, ...]]:
 
 def request_of(state: dict, candidates: tuple[Entity, ...]) -> RouteRequest:
     return RouteRequest("diff", "", (), RuntimeState(state), candidates)
+
+
+def sample_in(piece, rng: random.Random) -> object:
+    """A random value inside a :class:`~routebr_kit.verify.space.Piece` (for the sampling checks); falls back to a
+    witness (``MISSING`` for the missing piece)."""
+    if piece.kind is Kind.NUMBER and not piece.point:
+        for _ in range(8):
+            lo = piece.lo if piece.lo is not None else (piece.hi - 1e6 if piece.hi is not None else -1e6)
+            hi = piece.hi if piece.hi is not None else lo + 2e6
+            value = rng.choice((rng.uniform(lo, hi), round(rng.uniform(lo, hi))))
+            if piece.contains(value):
+                return value
+    if piece.kind is Kind.STRING and not piece.point:
+        for _ in range(8):
+            base = piece.lo if piece.lo is not None else ""
+            value = base + "".join(rng.choice("\x00 09AZaz~\u00e9\u4e2d") for _ in range(rng.randint(0, 3)))
+            if piece.contains(value):
+                return value
+    if piece.kind is Kind.OTHER:
+        return rng.choice([*piece.witnesses, [], {"k": 1}, float("nan"), Text("x")])
+    return rng.choice(piece.witnesses) if piece.witnesses else MISSING

@@ -19,6 +19,7 @@ gate) is refused.
 from __future__ import annotations
 
 import enum
+import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,8 +31,8 @@ from ..core.records import NONE, UNRESOLVED, Catalog, Registry, Terminal
 from ..core.rules import Operator, PolicyEngine, Rule
 from ..core.state import StateSchema, state_type_of
 from .formula import region_terms, render
-from .mdd import Manager
-from .program import FAIL, ObjectClass, Outcome, Release, object_classes, representatives, witness_proposal
+from .mdd import Manager, count_mul, count_sum
+from .program import FAIL, ObjectClass, Outcome, Release, kind_of, object_classes, representatives, witness_proposal
 from .properties import ObjectKind, Property, ProposalScope, Quantifier, StateScope
 from .space import Source, Space, build_space, literals_of
 
@@ -243,25 +244,6 @@ def object_groups(catalog: Catalog, action: str, classes: Sequence[ObjectClass])
     return out
 
 
-def kinds_of(catalog: Catalog, action: str, classes: Sequence[ObjectClass]) -> list[tuple[ObjectKind, ObjectClass]]:
-    """Every object class with its kind for this action (all types, not one representative)."""
-    entry = catalog[action]
-    return [(ObjectKind(c.key) if not c.is_candidate else ObjectKind.CANDIDATE
-             if entry.requires_object and entry.permits(c.key) else ObjectKind.OTHER_TYPE, c) for c in classes]
-
-
-def _states_total(release: Release) -> int | None:
-    total: int | None = 1
-    for weights in release.admitted_weights():
-        level = 0
-        for w in weights:
-            level = None if level is None or w is None else level + w
-        total = None if total is None or level is None else total * level
-        if total == 0:
-            return 0
-    return total
-
-
 def verify_release(catalog: Catalog, policy: PolicyEngine, registry: Registry | None = None, *,
                    options: ControllerOptions | None = None, properties: Sequence[Property] = (),
                    state_schema: StateSchema | None = None, redundancy: bool = True) -> VerifyReport:
@@ -282,7 +264,8 @@ def verify_release(catalog: Catalog, policy: PolicyEngine, registry: Registry | 
     nodes = sum(manager.size(release.diagrams[a]) for a in catalog.ids)
     results = tuple(check_property(release, p, classes) for p in properties)
     fields = tuple(f.name for f in policy.state_schema.fields)
-    return VerifyReport(policy.sha256, catalog.sha256, release.options.fallback, fields, _states_total(release),
+    states_total = functools.reduce(count_mul, map(count_sum, weights), 1)
+    return VerifyReport(policy.sha256, catalog.sha256, release.options.fallback, fields, states_total,
                         regions_total, tuple(actions), rules, results, nodes,
                         not policy.state_schema.additional_fields)
 
@@ -308,11 +291,7 @@ def _action_report(release: Release, action: str, classes: Sequence[ObjectClass]
     terminal_of = {leaf: release.outcome(action, main, leaf).terminal for leaf in leaves}
     valid = [release.valid[lv] for lv in range(len(m.sizes))]
     dispatch_terms, complete = region_terms(m, diagram, lambda v: terminal_of.get(v) is Terminal.DISPATCH, valid)
-    dispatch_states: int | None = 0
-    for leaf, t in terminal_of.items():
-        if t is Terminal.DISPATCH:
-            n = counts.get(leaf, 0)
-            dispatch_states = None if dispatch_states is None or n is None else dispatch_states + n
+    dispatch_states = count_sum(counts.get(leaf, 0) for leaf, t in terminal_of.items() if t is Terminal.DISPATCH)
     formulas = {}
     for terminal in Terminal:
         if terminal is Terminal.DISPATCH:
@@ -350,37 +329,28 @@ def _overlaps(space: Space, release: Release, a: Rule, b: Rule) -> bool:
     return True
 
 
-def _satisfiable(space: Space, release: Release, r: Rule) -> bool:
-    cube = space.cube(r.condition)
-    return cube is not None and all(cube[lv] & release.valid[lv] for lv in cube)
-
-
 def _rule_findings(release: Release, wins: Mapping[tuple[str, str], int | None], state_schema: StateSchema | None,
                    redundancy: bool) -> tuple[RuleFinding, ...]:
     m, space, catalog = release.manager, release.space, release.catalog
-    counts = _schema_counts(release.policy) if redundancy else None
+    counts = Counter(c for r in release.policy.rules for c in _schema_inputs(r)) if redundancy else None
     out = []
     for r in release.policy.rules:
         targets = [a for a in catalog.ids if r.applies(a)]
         in_chain = [a for a in targets if r in release.chain(a)]
         live = tuple(a for a in in_chain if r.rule_id in m.leaves(release.diagrams[a]))
-        states: int | None = 0
-        for a in live:
-            n = wins.get((a, r.rule_id), 0)
-            states = None if states is None or n is None else states + n
+        states = count_sum(wins.get((a, r.rule_id), 0) for a in live)
         covered: tuple[str, ...] = ()
         if live:
             status = RuleStatus.LIVE
         elif not in_chain:
             status = RuleStatus.UNREACHABLE
-        elif not _satisfiable(space, release, r):
+        elif not _overlaps(space, release, r, r):  # (a rule overlapping itself: its condition is satisfiable)
             status = RuleStatus.UNSATISFIABLE
         else:
             status = RuleStatus.SHADOWED
             earlier = {e.rule_id: e for a in in_chain for e in release.chain(a)[:release.chain(a).index(r)]}
-            covered = tuple(sorted((e for e in earlier.values() if _overlaps(space, release, e, r)),
-                                   key=lambda e: (e.priority, e.rule_id)))
-            covered = tuple(e.rule_id for e in covered)  # type: ignore[assignment]
+            covered = tuple(e.rule_id for e in sorted((e for e in earlier.values() if _overlaps(space, release, e, r)),
+                                                      key=lambda e: (e.priority, e.rule_id)))
         dead_for = tuple(a for a in targets if a not in live) if live else ()
         redundant, note = (_redundant(release, r, live, state_schema, counts) if redundancy
                            else (False, "not computed"))
@@ -402,13 +372,6 @@ def _schema_inputs(r: Rule) -> frozenset[tuple]:
             out.add(("exists", p.key))
         out.update(("type", p.key, state_type_of(v)) for v in literals_of(p))
     return frozenset(out)
-
-
-def _schema_counts(policy: PolicyEngine) -> Counter:
-    counts: Counter = Counter()
-    for r in policy.rules:
-        counts.update(_schema_inputs(r))
-    return counts
 
 
 def _removal_keeps_program(policy: PolicyEngine, r: Rule, counts: Counter) -> bool:
@@ -453,10 +416,8 @@ def check_property(release: Release, prop: Property, classes: Sequence[ObjectCla
         if when is None:
             break
         scoped = m.restrict(diagram, when)
-        reps = set(representatives(classes, [release.catalog], action))
-        for kind, cls in kinds_of(release.catalog, action, classes):
-            if cls not in reps:
-                continue
+        for cls in representatives(classes, [release.catalog], action):
+            kind = ObjectKind(kind_of(release.catalog, action, cls))
             if prop.proposals is ProposalScope.VALID and not release.contract_valid(action, cls):
                 continue
             in_pattern = prop.pattern.proposal_in(action, kind)
@@ -481,4 +442,4 @@ def check_property(release: Release, prop: Property, classes: Sequence[ObjectCla
 
 
 __all__ = ["ActionReport", "Counterexample", "PropertyResult", "Region", "RuleFinding", "RuleStatus", "VerifyReport",
-           "check_property", "kinds_of", "object_groups", "verify_release"]
+           "check_property", "object_groups", "verify_release"]

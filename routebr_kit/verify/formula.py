@@ -25,12 +25,10 @@ Term = dict[int, frozenset[int]]
 
 
 def _within(m: Manager, node: int, term: Term, valid: Sequence[frozenset[int]], inside: Callable[[Hashable], bool],
-            memo: dict[int, bool], full: dict | None = None) -> bool:
+            full: dict) -> bool:
     """Whether every admitted point of ``term`` reaches an accepted leaf.  ``full`` (shared between the calls on
     one region): per node, whether *every* admitted point below it does (then so does every point of the term),
     and per (node, the term's tests at and below the node's level) the answer of an earlier call."""
-    if full is None:
-        return _within_plain(m, node, term, valid, inside, memo)
     depth = m.depth
     suffix: list[tuple] = [()] * (depth + 1)
     acc: tuple = ()
@@ -59,22 +57,6 @@ def _within(m: Manager, node: int, term: Term, valid: Sequence[frozenset[int]], 
         return found
 
     return rec(node)
-
-
-def _within_plain(m: Manager, node: int, term: Term, valid: Sequence[frozenset[int]],
-                  inside: Callable[[Hashable], bool], memo: dict[int, bool]) -> bool:
-    found = memo.get(node)
-    if found is not None:
-        return found
-    if m.is_leaf(node):
-        found = inside(m.value(node))
-    else:
-        level = m.level(node)
-        allowed = term.get(level, valid[level])
-        kids = m.children(node)
-        found = all(_within_plain(m, kids[v], term, valid, inside, memo) for v in allowed & valid[level])
-    memo[node] = found
-    return found
 
 
 def _full(m: Manager, node: int, valid: Sequence[frozenset[int]], inside: Callable[[Hashable], bool],
@@ -113,12 +95,12 @@ def region_terms(m: Manager, node: int, inside: Callable[[Hashable], bool], vali
         for lv in sorted(term):
             wider = dict(term)
             del wider[lv]
-            if _within(m, node, wider, valid, inside, {}, full):
+            if _within(m, node, wider, valid, inside, full):
                 term = wider
                 continue
             for v in sorted(valid[lv] - term[lv]):
                 grown = {**term, lv: term[lv] | {v}}
-                if _within(m, node, grown, valid, inside, {}, full):
+                if _within(m, node, grown, valid, inside, full):
                     term = grown
         primes = [p for p in primes if not _covers(term, p)] + [term]
     if len(primes) > MAX_IRREDUNDANT:

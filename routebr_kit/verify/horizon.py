@@ -17,7 +17,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
+from itertools import combinations, product
 from typing import Any
 
 from ..core.controller import Controller
@@ -86,12 +87,11 @@ def _amounts_feasible(n: int, cons: frozenset[tuple[frozenset[int], str, int]]) 
         x = [int(round(v)) for v in result.x]
         if _satisfies(x, cons):
             return x
-    return _search_amounts(n, cons)
+    return _search_amounts(n, cons, top)
 
 
-def _search_amounts(n: int, cons: frozenset[tuple[frozenset[int], str, int]]) -> list[int] | None:
-    """The exact search: bounds propagation, then branching, on the box ``[0, max |c| + 1]``."""
-    top = max([abs(c) for _, _, c in cons] + [0]) + 1
+def _search_amounts(n: int, cons: frozenset[tuple[frozenset[int], str, int]], top: int) -> list[int] | None:
+    """The exact search: bounds propagation, then branching, on the box ``[0, top]``."""
     lo, hi = [0] * n, [top] * n
 
     def solve(lo: list[int], hi: list[int]) -> list[int] | None:
@@ -184,11 +184,8 @@ def _matches(p: TemporalPredicate, e: AEvent) -> bool:
 
 def _bound_atoms(bounds: tuple[tuple[str, int], ...]) -> list[tuple[str, int]]:
     """Bounds as ``(ge|le, c)`` atoms."""
-    out = []
-    for op, c in bounds:
-        out += {"gt": [("ge", c + 1)], "gte": [("ge", c)], "lt": [("le", c - 1)], "lte": [("le", c)],
-                "eq": [("ge", c), ("le", c)]}[op]
-    return out
+    return [atom for op, c in bounds for atom in {"gt": [("ge", c + 1)], "gte": [("ge", c)], "lt": [("le", c - 1)],
+                                                  "lte": [("le", c)], "eq": [("ge", c), ("le", c)]}[op]]
 
 
 def _conj(sym: Sym, s: frozenset[int], atoms: list[tuple[str, int]]) -> Iterator[tuple[bool, Sym]]:
@@ -244,13 +241,19 @@ def eval_symbolic(p: TemporalPredicate, sym: Sym, history: Sequence[AEvent], now
             yield value is not neg, s3
 
 
-def eval_all(preds: Sequence[TemporalPredicate], sym: Sym, history, now, current) -> Iterator[tuple[tuple, Sym]]:
-    if not preds:
+def _product(choices: Sequence[Callable[[Sym], Iterator[tuple[Any, Sym]]]], sym: Sym) -> Iterator[tuple[tuple, Sym]]:
+    """Every feasible combination of values, ``choices[i](sym)`` giving the ``i``-th one's under the constraints
+    of those before it."""
+    if not choices:
         yield (), sym
         return
-    for value, s2 in eval_symbolic(preds[0], sym, history, now, current):
-        for rest, s3 in eval_all(preds[1:], s2, history, now, current):
+    for value, s2 in choices[0](sym):
+        for rest, s3 in _product(choices[1:], s2):
             yield (value, *rest), s3
+
+
+def eval_all(preds: Sequence[TemporalPredicate], sym: Sym, history, now, current) -> Iterator[tuple[tuple, Sym]]:
+    return _product([partial(eval_symbolic, p, history=history, now=now, current=current) for p in preds], sym)
 
 
 # --------------------------------------------------------------------------------------------- the explorer
@@ -360,7 +363,6 @@ class _Explorer:
         found = self._outcomes.get(key)
         if found is None:
             found = {}
-            from itertools import product
             for bits in product((False, True), repeat=len(self.fields)):
                 state = dict(zip(self.fields, bits))
                 picks = []
@@ -379,7 +381,6 @@ class _Explorer:
     def successors(self, sym: Sym, histories: tuple[tuple[AEvent, ...], ...], last: int | None
                    ) -> Iterator[tuple[Sym, tuple, int, Step]]:
         seen: set = set()
-        from itertools import combinations
         for size in range(len(self.externals) + 1):
             for kinds in combinations(self.externals, size):
                 s1, hist1, ext, prev = sym, histories, [], last
@@ -395,9 +396,9 @@ class _Explorer:
                     attrs.append((name, v))
                 current = dict(attrs)
                 for action in self.actions:
-                    chains = [[t for r in self.chains[(i, action)] for t in r.condition.temporal]
-                              for i in range(len(self.programs))]
-                    for valuations, s2 in self._joint(chains, s1, hist1, now, current):
+                    chains = [partial(eval_all, [t for r in self.chains[(i, action)] for t in r.condition.temporal],
+                                      history=h, now=now, current=current) for i, h in enumerate(hist1)]
+                    for valuations, s2 in _product(chains, s1):
                         for picks, state in self.outcomes(action, valuations).items():
                             for obj in self.objects[action]:
                                 decisions, new_hist = [], []
@@ -422,14 +423,6 @@ class _Explorer:
 
     def _asserted(self, action: str, terminal: str) -> bool:
         return terminal == "DISPATCH" and any(a.applies(action) for a in self.assertions)
-
-    def _joint(self, chains, sym, hists, now, current):
-        if not chains:
-            yield (), sym
-            return
-        for val, s2 in eval_all(chains[0], sym, hists[0], now, current):
-            for rest, s3 in self._joint(chains[1:], s2, hists[1:], now, current):
-                yield (val, *rest), s3
 
     def violation(self, a: SessionAssertion, sym: Sym, hist: tuple[AEvent, ...], step: Step) -> Sym | None:
         rule_id, terminal = step.decisions[0]
@@ -473,7 +466,7 @@ def _replay(catalog: Catalog, programs: Sequence[PolicyEngine], steps: Sequence[
 
 def _summary(d: Any) -> dict[str, Any]:
     return {"final_path": d.final_path, "rule": d.rule_id, "reason": d.reason.value,
-            "temporal": [f"{o} | {x}" for o, x in d.temporal_evidence()] if hasattr(d, "temporal_evidence") else []}
+            "temporal": [f"{o} | {x}" for o, x in d.temporal_evidence()]}
 
 
 def _confirm(catalog, programs, steps, sym, check) -> Counterexample:

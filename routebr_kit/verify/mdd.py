@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 Cube = Mapping[int, frozenset[int]]
@@ -177,6 +177,13 @@ class Manager:
         ok = self._accepting(accept)
         if not ok(a):
             return None
+        point, x = self._descend(a, ok, prefer)
+        return point, self._value[x]
+
+    def _descend(self, a: int, ok: Callable[[int], bool], prefer: Sequence[Sequence[int]] | None
+                 ) -> tuple[list[int | None], int]:
+        """From ``a`` to a leaf, at each node the first value in ``prefer`` order whose child is ``ok``: the partial
+        point (``None``: a level the path skips) and the leaf."""
         point: list[int | None] = [None] * self.depth
         x = a
         while self._children[x] is not None:
@@ -186,7 +193,7 @@ class Manager:
             v = next(v for v in order if ok(kids[v]))  # type: ignore[index]
             point[lv] = v
             x = kids[v]  # type: ignore[index]
-        return point, self._value[x]
+        return point, x
 
     def _accepting(self, accept: Callable[[Hashable], bool]) -> Callable[[int], bool]:
         """``ok(x)``: whether some point from node ``x`` reaches an accepted leaf (memoised)."""
@@ -208,22 +215,11 @@ class Manager:
         One top-down pass in level order: each node receives the weighted number of partial points reaching it
         (the sum over its incoming edges), so the cost is one multiplication per edge whatever the number of
         leaves."""
-        total = [_sum(w) for w in weights]
-        depth = self.depth
-        suffix: list[int | None] = [1] * (depth + 1)  # suffix[lv]: every value of the levels lv..depth-1
-        for lv in range(depth - 1, -1, -1):
-            suffix[lv] = _mul(total[lv], suffix[lv + 1])
-        skip_memo: dict[tuple[int, int], int | None] = {}
+        total = [count_sum(w) for w in weights]
 
-        def skip(frm: int, to: int) -> int | None:
-            key = (frm, to)
-            found = skip_memo.get(key, -1)
-            if found == -1:
-                found = 1
-                for lv in range(frm, to):
-                    found = _mul(found, total[lv])
-                skip_memo[key] = found
-            return found
+        @functools.cache
+        def skip(frm: int, to: int) -> int | None:  # every value of the levels frm..to-1
+            return functools.reduce(count_mul, total[frm:to], 1)
 
         level_of, kids_of = self._level, self._children
         nodes = self._reachable(a)
@@ -240,10 +236,10 @@ class Manager:
             lv = level_of[x]
             row = weights[lv]
             for v, c in enumerate(kids):
-                factor = _mul(row[v], skip(lv + 1, level_of[c]))
+                factor = count_mul(row[v], skip(lv + 1, level_of[c]))
                 if factor == 0:
                     continue
-                inflow[c] = _add(inflow.get(c, 0), _mul(f, factor))
+                inflow[c] = count_add(inflow.get(c, 0), count_mul(f, factor))
         return {k: v for k, v in out.items() if v != 0}
 
     def _reachable(self, a: int) -> list[int]:
@@ -273,7 +269,6 @@ class Manager:
                  ) -> dict[Hashable, list[int | None]]:
         """For every leaf value reachable from ``a``, the partial point :meth:`find` returns for it (the first
         path in ``prefer`` order), all from one bottom-up pass of leaf bit sets."""
-        level_of, kids_of = self._level, self._children
         values: list[Hashable] = []
 
         def bit_of(value: Hashable) -> int:
@@ -281,20 +276,8 @@ class Manager:
             return 1 << (len(values) - 1)
 
         reach = self.reach(a, bit_of)
-        out: dict[Hashable, list[int | None]] = {}
-        for i, value in enumerate(values):
-            want = 1 << i
-            point: list[int | None] = [None] * self.depth
-            x = a
-            while kids_of[x] is not None:
-                lv = level_of[x]
-                kids = kids_of[x]
-                order = prefer[lv] if prefer is not None else range(len(kids))  # type: ignore[arg-type]
-                v = next(v for v in order if reach[kids[v]] & want)  # type: ignore[index]
-                point[lv] = v
-                x = kids[v]  # type: ignore[index]
-            out[value] = point
-        return out
+        return {value: self._descend(a, lambda c, want=1 << i: bool(reach[c] & want), prefer)[0]
+                for i, value in enumerate(values)}
 
     def paths(self, a: int, accept: Callable[[Hashable], bool]) -> Iterator[dict[int, frozenset[int]]]:
         """Disjoint cubes covering the points that reach accepted leaves (edges to one child merged)."""
@@ -328,21 +311,19 @@ class Manager:
         return len(self._reachable(a))
 
 
-def _mul(a: int | None, b: int | None) -> int | None:
+# Counts of points, ``None`` standing for unboundedly many (``0 * None`` is 0).
+def count_mul(a: int | None, b: int | None) -> int | None:
     if a == 0 or b == 0:
         return 0
     return None if a is None or b is None else a * b
 
 
-def _add(a: int | None, b: int | None) -> int | None:
+def count_add(a: int | None, b: int | None) -> int | None:
     return None if a is None or b is None else a + b
 
 
-def _sum(values: Sequence[int | None]) -> int | None:
-    out: int | None = 0
-    for v in values:
-        out = _add(out, v)
-    return out
+def count_sum(values: Iterable[int | None]) -> int | None:
+    return functools.reduce(count_add, values, 0)
 
 
-__all__ = ["Cube", "Manager"]
+__all__ = ["Cube", "Manager", "count_add", "count_mul", "count_sum"]

@@ -164,10 +164,10 @@ def witness_proposal(action_id: str, cls: ObjectClass, registries: Sequence[Regi
     return Proposal(action_id, cls, witness_entity(cls.key, registries) if cls.is_candidate else None)
 
 
-def replay(controller: Controller, state: Mapping[str, Any], proposal: Proposal, request_id: str = "verify") -> Outcome:
+def replay(controller: Controller, state: Mapping[str, Any], proposal: Proposal) -> Outcome:
     """The real controller's decision on a concrete state and proposal (stored output, no repair)."""
     candidates = (proposal.entity,) if proposal.entity is not None else ()
-    request = RouteRequest(request_id, "", (), RuntimeState(dict(state)), candidates)
+    request = RouteRequest("verify", "", (), RuntimeState(dict(state)), candidates)
     decision = controller.decide(request, proposal.output())
     return Outcome(decision.terminal, decision.reason, decision.rule_id)
 
@@ -177,14 +177,7 @@ class Release:
 
     def __init__(self, name: str, catalog: Catalog, policy: PolicyEngine, space: Space, manager: Manager, *,
                  options: ControllerOptions | None = None, registry: Registry | None = None,
-                 actions: Sequence[str] | None = None, replay_each_region: bool = True,
-                 templates: dict | None = None) -> None:
-        """``replay_each_region=False`` replays one witness per (action, object kind, rule decision) instead of one
-        per region and reuses it for the other rules of that decision (for the many internal comparisons of the
-        redundancy finding; every report shown replays each region).  ``templates`` shares those replays between
-        releases of one catalog and one set of options."""
-        self.replay_each_region = replay_each_region
-        self._templates: dict[tuple[str, str, Any], Outcome] = templates if templates is not None else {}
+                 actions: Sequence[str] | None = None) -> None:
         options = options or ControllerOptions()
         if not options.enforce_state:
             raise DataError(ErrorCode.INVALID_VALUE, "a controller that enforces the state gate (under A-state every "
@@ -204,7 +197,9 @@ class Release:
         self._changing: dict[str, frozenset[str]] = {}
         self._tails: dict[tuple[int, int], int] = {}
         self._chains: dict[str, list[Rule]] = {}
-        self.diagrams: dict[str, int] = {a: self._compile(a) for a in self.actions}
+        self._rules_by_id = {r.rule_id: r for r in policy.rules}
+        self.diagrams: dict[str, int] = {a: self.chain_diagram(self.chain(a) if a in catalog else [_NO_ACTION_RULE])
+                                         for a in self.actions}
         self._outcomes: dict[tuple[str, ObjectClass, Hashable], Outcome] = {}
         self._states: dict[tuple[str, Hashable], dict[str, Any]] = {}
         self._points: dict[str, dict[Hashable, list[int | None]]] = {}
@@ -214,17 +209,24 @@ class Release:
     def chain(self, action: str) -> list[Rule]:
         """The action's rules in first-match order, up to and including the first unconditional one."""
         if action not in self._chains:
-            rules = []
-            for r in self.policy.rules:
-                if r.applies(action):
-                    rules.append(r)
-                    if r.condition.unconditional:
-                        break
-            self._chains[action] = rules
+            self._chains[action] = self._rules_until(action, 1)
         return self._chains[action]
 
-    def _compiled(self, rules: Sequence[Rule], dominance: bool = False) -> _Chain:
-        return _Chain(rules, self.space, self.manager.sizes, self.valid, dominance)
+    def extended_chain(self, action: str) -> list[Rule]:
+        """The chain plus the rules after its unconditional end, up to the next unconditional one: the rules that
+        decide once any one rule of the chain is removed."""
+        return self._rules_until(action, 2)
+
+    def _rules_until(self, action: str, unconditional: int) -> list[Rule]:
+        """The action's rules in first-match order, up to and including its ``unconditional``-th unconditional one."""
+        rules, seen = [], 0
+        for r in self.policy.rules:
+            if r.applies(action):
+                rules.append(r)
+                seen += r.condition.unconditional
+                if seen == unconditional:
+                    break
+        return rules
 
     def _tail(self, level: int, leaf: int) -> int:
         """``leaf`` where every variable from ``level`` on takes an admitted value, :data:`FAIL` elsewhere: once a
@@ -261,7 +263,7 @@ class Release:
         found = m.cache.get(shared)
         if found is not None:
             return found
-        c = self._compiled(rules, dominance=True)
+        c = _Chain(rules, self.space, sizes, self.valid, dominance=True)
         last, done, constrained, compat, valid, invalid = c.last, c.done, c.constrained, c.compat, c.valid, c.invalid
         leaves = [m.leaf(i) for i in c.ids]
         tail, node = self._tail, m.node
@@ -272,7 +274,7 @@ class Release:
             found = memo.get(key)
             if found is not None:
                 return found
-            alive = pruned(alive, level, 1)
+            alive = pruned(alive, level)
             found = memo.get((level, alive))
             if found is not None:
                 memo[key] = found
@@ -299,21 +301,8 @@ class Release:
             return out
 
         pruned = c.pruned
-        out = m.cache[shared] = rec(0, c.canonical(c.alive, 0, 1))
+        out = m.cache[shared] = rec(0, c.canonical(c.alive, 0))
         return out
-
-    def extended_chain(self, action: str) -> list[Rule]:
-        """The chain plus the rules after its unconditional end, up to the next unconditional one: the rules that
-        decide once any one rule of the chain is removed."""
-        rules, seen = [], 0
-        for r in self.policy.rules:
-            if r.applies(action):
-                rules.append(r)
-                if r.condition.unconditional:
-                    seen += 1
-                    if seen == 2:
-                        break
-        return rules
 
     def changing_winners(self, action: str) -> frozenset[str]:
         """The rules of the action's chain whose removal changes its decision on some admitted state: the rules
@@ -336,8 +325,7 @@ class Release:
             return found
         m = self.manager
         rules = self.extended_chain(action)
-        c = self._compiled(rules)
-        done, constrained, compat, valid = c.done, c.constrained, c.compat, c.valid
+        c = _Chain(rules, self.space, m.sizes, self.valid)
         decision_of = [r.decision for r in rules]
         index = {rule_id: k for k, rule_id in enumerate(c.ids)}
         diagram = self.diagrams[action]
@@ -345,20 +333,17 @@ class Release:
         winners = 0
         for k in range(len(c.ids)):
             bit = 1 << k
-            if reach[diagram] & bit and self._changes(diagram, bit, c.alive & ~((bit << 1) - 1),
-                                                      sum(1 << j for j, d in enumerate(decision_of)
-                                                          if d is decision_of[k]),
-                                                      reach, done, constrained, compat, valid):
+            alike = sum(1 << j for j, d in enumerate(decision_of) if d is decision_of[k])
+            if reach[diagram] & bit and self._changes(c, diagram, bit, c.alive & ~((bit << 1) - 1), alike, reach):
                 winners |= bit
         result = frozenset(c.ids[k] for k in range(len(rules)) if winners >> k & 1)
         self._changing[action] = result
         return result
 
-    def _changes(self, diagram: int, bit: int, later: int, alike: int, reach: Mapping[int, int], done: Sequence[int],
-                 constrained: Sequence[int], compat: Sequence[Sequence[int]], valid: Sequence[Sequence[int]]) -> bool:
+    def _changes(self, c: _Chain, diagram: int, bit: int, later: int, alike: int, reach: Mapping[int, int]) -> bool:
         """Whether some admitted state of the region of the rule ``bit`` (its leaf in ``diagram``) has no later
         rule of ``later`` matching, or a first later match outside ``alike`` (the rules deciding like it)."""
-        m = self.manager
+        m, done, constrained, compat, valid = self.manager, c.done, c.constrained, c.compat, c.valid
         memo: dict[tuple[int, int, int], bool] = {}
 
         def walk(level: int, x: int, alive: int) -> bool:
@@ -391,18 +376,7 @@ class Release:
 
         return walk(0, diagram, later)
 
-    def _compile(self, action: str) -> int:
-        if action not in self.catalog:
-            return self.chain_diagram([_NO_ACTION_RULE])
-        return self.chain_diagram(self.chain(action))
-
-    @property
-    def templates(self) -> dict:
-        return self._templates
-
     def policy_rule(self, rule_id: str) -> Rule:
-        if not hasattr(self, "_rules_by_id"):
-            self._rules_by_id = {r.rule_id: r for r in self.policy.rules}
         return self._rules_by_id[rule_id]
 
     # ---- outcomes
@@ -434,20 +408,10 @@ class Release:
         """The controller's outcome for the action, the object class and the states of one leaf (replayed once)."""
         key = (action, cls, leaf)
         found = self._outcomes.get(key)
-        if found is None and not self.replay_each_region and leaf not in (FAIL, NO_ACTION):
-            short = (action, kind_of(self.catalog, action, cls), self.policy_rule(leaf).decision)  # type: ignore[arg-type]
-            template = self._templates.get(short)
-            if template is not None:
-                found = Outcome(template.terminal, template.reason, leaf if template.rule_id is not None else None)
-                self._outcomes[key] = found
-                return found
         if found is None:
             state = self.witness_state(action, leaf)
-            found = self.confirm(state, witness_proposal(action, cls, [self.registry, *registries]), leaf)
-            self._outcomes[key] = found
-            if leaf not in (FAIL, NO_ACTION):
-                self._templates[(action, kind_of(self.catalog, action, cls),
-                                 self.policy_rule(leaf).decision)] = found  # type: ignore[arg-type]
+            found = self._outcomes[key] = self.confirm(state, witness_proposal(action, cls, [self.registry,
+                                                                                           *registries]), leaf)
         return found
 
     def confirm(self, state: Mapping[str, Any], proposal: Proposal, leaf: Hashable) -> Outcome:
@@ -466,10 +430,10 @@ class Release:
                                    f"proposal {proposal.output()!r}; the analysis predicted leaf {leaf!r}")
         return got
 
-    def admitted_weights(self, declared: set[str] | None = None) -> list[list[int | None]]:
+    def admitted_weights(self) -> list[list[int | None]]:
         """Per level, each value's number of concrete values if this release admits it, else 0 — over the fields
         the release declares (a level of undeclared fields counts one representative)."""
-        declared = declared if declared is not None else {f.name for f in self.policy.state_schema.fields}
+        declared = {f.name for f in self.policy.state_schema.fields}
         out = []
         for lv, var in enumerate(self.space.variables):
             if set(var.fields) & declared:
@@ -562,26 +526,25 @@ class _Chain:
         self.dominated = dominated
         self.gains = gains
 
-    def canonical(self, alive: int, level: int, needed: int) -> int:
-        """``alive`` without the rules dominated (see ``dominated``) by at least ``needed`` other rules of it: the
-        first match (``needed`` 1), or the first two (``needed`` 2), never fall on them."""
-        return self._without_dominated(alive, alive, level, needed)
+    def canonical(self, alive: int, level: int) -> int:
+        """``alive`` without the rules dominated (see ``dominated``) by another rule of it: the first match never
+        falls on them."""
+        return self._without_dominated(alive, alive, level)
 
-    def pruned(self, alive: int, level: int, needed: int) -> int:
+    def pruned(self, alive: int, level: int) -> int:
         """:meth:`canonical` of a subset of a set canonical one level up (the walks step down one level at a time):
         only the rules that gain a dominator at ``level`` can be newly dominated — domination, once it starts at
         a level, holds at every level below, and a rule dominated by a dropped rule is dominated by what dropped
         it.  (Either way only rules that cannot decide are dropped: any subset of the drops is sound.)"""
-        return self._without_dominated(alive, alive & self.gains[level], level, needed)
+        return self._without_dominated(alive, alive & self.gains[level], level)
 
-    def _without_dominated(self, alive: int, candidates: int, level: int, needed: int) -> int:
+    def _without_dominated(self, alive: int, candidates: int, level: int) -> int:
         row = self.dominated[level]
         out, rest = alive, candidates
         while rest:
             low = rest & -rest
             rest ^= low
-            d = alive & row[low.bit_length() - 1]
-            if d and (needed == 1 or d & (d - 1)):
+            if alive & row[low.bit_length() - 1]:
                 out ^= low
         return out
 

@@ -30,7 +30,7 @@ holds, and the report says so.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,17 +108,15 @@ class Property:
         return f"{self.quantifier.value} ({self.pattern.describe()}) when {when}"
 
 
-def _values(raw: Any, where: str, parse: Any, expected: str) -> frozenset:
+def _values(raw: Any, where: str, kind: type | None, allowed: Collection[str], expected: str) -> frozenset:
+    """The pattern values of one key: each one of ``allowed`` (parsed by ``kind``), a value or a non-empty list."""
     items = raw if isinstance(raw, list) else [raw]
     if not items:
         raise DataError(ErrorCode.EMPTY_VALUE, expected, field=where, got=raw)
-    out = set()
     for item in items:
-        try:
-            out.add(parse(item))
-        except (ValueError, TypeError):
-            raise DataError(ErrorCode.UNKNOWN_ENUM, expected, field=where, got=item) from None
-    return frozenset(out)
+        if type(item) is not str or item not in allowed:
+            raise DataError(ErrorCode.UNKNOWN_ENUM, expected, field=where, got=item)
+    return frozenset(kind(v) if kind is not None else v for v in items)
 
 
 def _pattern(raw: Any, where: str, catalog: Catalog, rule_ids: Iterable[str]) -> Pattern:
@@ -129,29 +127,14 @@ def _pattern(raw: Any, where: str, catalog: Catalog, rule_ids: Iterable[str]) ->
     if unknown:
         raise DataError(ErrorCode.UNKNOWN_ENUM, "one of " + ", ".join(_PATTERN_KEYS), field=f"{where}.{unknown[0]}",
                         got=unknown[0])
-    known_rules = set(rule_ids)
-
-    def text(kind: type | None, choices: Iterable[str]) -> Any:
-        allowed = set(choices)
-
-        def parse(v: Any) -> Any:
-            if type(v) is not str or v not in allowed:
-                raise ValueError(v)
-            return kind(v) if kind is not None else v
-        return parse
-
-    return Pattern(
-        terminals=_values(raw["terminal"], f"{where}.terminal", text(Terminal, [t.value for t in Terminal]),
-                          "terminals (" + ", ".join(t.value for t in Terminal) + ")") if "terminal" in raw else None,
-        actions=_values(raw["action"], f"{where}.action", text(None, catalog.ids), "catalog action IDs ("
-                        + ", ".join(catalog.ids) + ")") if "action" in raw else None,
-        objects=_values(raw["object"], f"{where}.object", text(ObjectKind, [k.value for k in ObjectKind]),
-                        "object classes (" + ", ".join(k.value for k in ObjectKind) + ")") if "object" in raw else None,
-        reasons=_values(raw["reason"], f"{where}.reason", text(ReasonCode, [r.value for r in ReasonCode]),
-                        "reason codes") if "reason" in raw else None,
-        rules=_values(raw["rule"], f"{where}.rule", text(None, known_rules), "rule IDs of the program")
-        if "rule" in raw else None,
-    )
+    terminals, kinds = [t.value for t in Terminal], [k.value for k in ObjectKind]
+    choices = {"terminal": (Terminal, terminals, "terminals (" + ", ".join(terminals) + ")"),
+               "action": (None, catalog.ids, "catalog action IDs (" + ", ".join(catalog.ids) + ")"),
+               "object": (ObjectKind, kinds, "object classes (" + ", ".join(kinds) + ")"),
+               "reason": (ReasonCode, {r.value for r in ReasonCode}, "reason codes"),
+               "rule": (None, set(rule_ids), "rule IDs of the program")}  # (in the order of _PATTERN_KEYS)
+    return Pattern(*(_values(raw[key], f"{where}.{key}", *choices[key]) if key in raw else None
+                     for key in _PATTERN_KEYS))
 
 
 def parse_properties(doc: Any, catalog: Catalog, rule_ids: Iterable[str], *, file: str | None = None

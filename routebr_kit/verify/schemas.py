@@ -15,7 +15,7 @@ Standard library only.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from ..core.rules import PolicyEngine
 from ..core.state import StateField, StateSchema, describe_types
@@ -114,11 +114,10 @@ def rule_fields(policy: PolicyEngine) -> set[str]:
     return out
 
 
-def unknown_field_warnings(base: PolicyEngine, candidate: PolicyEngine, recorded: Iterable[str] = (),
-                           known: Sequence[str] = ()) -> list[str]:
+def unknown_field_warnings(base: PolicyEngine, candidate: PolicyEngine, recorded: Iterable[str] = ()) -> list[str]:
     """A warning for every field the candidate's rules or schema name that neither the base's rules, the base's
     schema nor any recorded state has seen (a typo such as ``action_permision``), with the closest known names."""
-    seen = rule_fields(base) | declared(base.state_schema) | set(recorded) | set(known)
+    seen = rule_fields(base) | declared(base.state_schema) | set(recorded)
     new = sorted((rule_fields(candidate) | declared(candidate.state_schema)) - seen)
     out = []
     for name in new:

@@ -172,10 +172,8 @@ class SemanticDiff:
 def semantic_diff(base_catalog: Catalog, base_policy: PolicyEngine, cand_catalog: Catalog, cand_policy: PolicyEngine,
                   base_registry: Registry | None = None, cand_registry: Registry | None = None, *,
                   options: ControllerOptions | None = None, witnesses: bool = True,
-                  observations: Sequence[Observation] = (), replay_each_region: bool = True,
-                  templates: dict | None = None) -> SemanticDiff:
-    """The exact semantic diff of two releases (see the module docstring); ``replay_each_region`` and ``templates``
-    as for :class:`~routebr_kit.verify.program.Release` (``templates`` only for two releases of one catalog)."""
+                  observations: Sequence[Observation] = ()) -> SemanticDiff:
+    """The exact semantic diff of two releases (see the module docstring)."""
     recorded_fields = tuple(dict.fromkeys(k for o in observations for k in o.state))
     extras = extra_fields(base_policy.state_schema, cand_policy.state_schema, recorded_fields)
     space = build_space([Source.of_rules(base_policy.rules, base_policy.state_schema),
@@ -183,8 +181,7 @@ def semantic_diff(base_catalog: Catalog, base_policy: PolicyEngine, cand_catalog
                          *([Source((), None, extras)] if extras else [])])
     manager = Manager([len(v.values) for v in space.variables])
     actions = tuple(dict.fromkeys((*base_catalog.ids, *cand_catalog.ids)))
-    base, cand = (Release(name, catalog, policy, space, manager, options=options, registry=registry, actions=actions,
-                          replay_each_region=replay_each_region, templates=templates)
+    base, cand = (Release(name, catalog, policy, space, manager, options=options, registry=registry, actions=actions)
                   for name, catalog, policy, registry in (("base", base_catalog, base_policy, base_registry),
                                                           ("candidate", cand_catalog, cand_policy, cand_registry)))
     registries = [base_registry, cand_registry]

@@ -38,7 +38,6 @@ from __future__ import annotations
 import enum
 import itertools
 import math
-import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,29 +125,6 @@ class Piece:
         if self.hi is None:
             return f"> {literal_text(self.lo)}"
         return f"in ({literal_text(self.lo)}, {literal_text(self.hi)})"
-
-    def sample(self, rng: random.Random) -> Any:
-        """A random value inside (for the sampling checks); falls back to a witness."""
-        if self.kind is Kind.NUMBER and not self.point:
-            for _ in range(8):
-                lo = self.lo if self.lo is not None else (self.hi - 1e6 if self.hi is not None else -1e6)
-                hi = self.hi if self.hi is not None else lo + 2e6
-                value = rng.choice((rng.uniform(lo, hi), round(rng.uniform(lo, hi))))
-                if self.contains(value):
-                    return value
-        if self.kind is Kind.STRING and not self.point:
-            for _ in range(8):
-                base = self.lo if self.lo is not None else ""
-                value = base + "".join(rng.choice("\x00 09AZaz~\u00e9\u4e2d") for _ in range(rng.randint(0, 3)))
-                if self.contains(value):
-                    return value
-        if self.kind is Kind.OTHER:
-            return rng.choice([*self.witnesses, [], {"k": 1}, float("nan"), _StrSubclass("x")])
-        return rng.choice(self.witnesses) if self.witnesses else MISSING
-
-
-class _StrSubclass(str):
-    """A ``str`` subclass: the engine's equality is type-strict, so it is a value of ``other`` type."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,7 +311,7 @@ class Variable:
 
     @property
     def grouped(self) -> bool:
-        return len(self.fields) > 1 or bool(self.values) and isinstance(self.values[0], Config)
+        return len(self.fields) > 1  # (a group has two members at least)
 
     def assignment(self, index: int) -> dict[str, Any]:
         """The witness values of value ``index`` (missing fields omitted)."""
@@ -445,9 +421,6 @@ class Space:
         return {level: frozenset(i for i in range(len(var.values))
                                  if not {v.field for v in schema.check(var.assignment(i))} & set(var.fields))
                 for level, var in enumerate(self.variables)}
-
-    def sizes(self) -> tuple[tuple[int | None, ...], ...]:
-        return tuple(v.sizes() for v in self.variables)
 
 
 def _hashable(value: Any) -> Any:
