@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from ..backends.profiles import PROFILE_LABELS, missing_api_keys
-from ..backends.registry import LEXICAL, SIM_PREFIX, make_backend, published_prompts_path
+from ..backends.registry import LEXICAL, SIM_PREFIX, make_backend
 from ..backends.simulated import SimulatedBackend
 from ..core.aio import run_sync
 from ..core.errors import DataError, ErrorCode
@@ -42,7 +42,7 @@ from ..store.artifact import SELECT, Artifact
 from ..store.assets import Assets, assets_beside
 from ..store.cases import Case, Split, load_cases
 from ..store.ledger import MANIFEST, PredictionRow, prediction_from_decision
-from .sources import Source, resolve_source
+from .sources import Source, published_prompts, resolve_source
 
 #: Calibration tolerances of the simulated profiles against the published screening.
 PATH_TOLERANCE_POINTS = 2.0
@@ -77,12 +77,7 @@ class ScreeningConfig:
         kit's own benchmark (English, generated from ``seed`` into ``out_dir/benchmarks``)."""
         chosen, found, banner = resolve_source(source, artifact_dir)
         chosen_protocol = Protocol.parse(protocol)
-        prompts = None
-        if chosen_protocol is Protocol.PUBLISHED:
-            if chosen is Source.SIMULATED:
-                raise DataError(ErrorCode.INVALID_VALUE, "source 'live' (or 'artifact') with protocol 'published': a "
-                                "simulated run sends no request", got=chosen.value, field="protocol")
-            prompts = published_prompts_path(found)
+        prompts = published_prompts(chosen_protocol, chosen, found)
         if isinstance(profiles, str) or not profiles or not all(isinstance(p, str) and p for p in profiles):
             raise DataError(ErrorCode.INVALID_VALUE, "a non-empty list of profile names", got=profiles,
                             field="profiles")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.profiles import missing_api_keys
-from ..backends.registry import DEFAULT_PROFILES, make_backend, published_prompts_path
+from ..backends.registry import DEFAULT_PROFILES, make_backend
 from ..core.errors import DataError, ErrorCode
 from ..core.records import System
 from ..dataset import generate_benchmark, write_benchmark
@@ -36,7 +36,7 @@ from ..store.cases import Case, Split, load_cases
 from ..store.ledger import PredictionRow
 from ..systems.variants import Variant, variant_controller
 from .ablations import replay_decisions
-from .sources import Source, parse_source, resolve_source
+from .sources import Source, parse_source, published_prompts, resolve_source
 
 #: Every (system, split) ledger the research questions use.
 RUNS = (
@@ -86,12 +86,7 @@ class StudyConfig:
         if chosen is Source.SIMULATED and not (profile.startswith("sim:") or profile == "local:lexical"):
             raise DataError(ErrorCode.INVALID_VALUE, "a sim:<profile> or local:lexical backend", got=profile,
                             field="profile")
-        prompts = None
-        if chosen_protocol is Protocol.PUBLISHED:
-            if chosen is Source.SIMULATED:
-                raise DataError(ErrorCode.INVALID_VALUE, "source 'live' (or 'artifact') with protocol 'published': a "
-                                "simulated run sends no request", got=chosen.value, field="protocol")
-            prompts = published_prompts_path(found)
+        prompts = published_prompts(chosen_protocol, chosen, found)
         runs = Path(runs_dir) if runs_dir else Path(out_dir) / "runs"
         return cls(chosen, Path(cases_path) if cases_path else None, found,
                    profile, seed, runs, language, bool(decouple_entity_state),
