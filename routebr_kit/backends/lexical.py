@@ -134,11 +134,8 @@ class Lexicon:
         return lexicon
 
     def _compile(self) -> tuple[tuple[re.Pattern[str], str, float], ...]:
-        out = []
-        for fam in self.families:
-            for phrase, weight in fam.cues.items():
-                out.append((_phrase_pattern(phrase, self.word_boundaries), fam.family, float(weight)))
-        return tuple(out)
+        return tuple((_phrase_pattern(phrase, self.word_boundaries), fam.family, float(weight))
+                     for fam in self.families for phrase, weight in fam.cues.items())
 
     def family(self, name: str) -> CueFamily:
         return next(f for f in self.families if f.family == name)
@@ -246,11 +243,7 @@ def _mentions(text: str, entities: Sequence[Mapping[str, Any]], *, casefold: boo
             else:
                 pattern = re.escape(needle)
             spans += [(m.start(), m.end(), object_id) for m in re.finditer(pattern, haystack)]
-    ordered: list[str] = []
-    for _, _, object_id in _longest_matches(spans):
-        if object_id not in ordered:
-            ordered.append(object_id)
-    return ordered
+    return list(dict.fromkeys(object_id for _, _, object_id in _longest_matches(spans)))
 
 
 class LexicalBackend:

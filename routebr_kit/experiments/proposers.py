@@ -74,7 +74,8 @@ def decide_all(backend: Any, case_set: CaseSet, systems: Sequence[str] = SYSTEMS
             stage = Stage.B2_DIRECT_GUARD if guard else Stage.B1_DIRECT
             for case in case_set.cases:
                 payload = direct_payload(case.request, assets.catalog, assets.policy if guard else None)
-                proposal = backend.propose(payload, stage) if _answers_baselines(backend) else None
+                learned = getattr(backend, "name", "") == "local:learned"  # the one proposer answering B1/B2
+                proposal = backend.propose(payload, stage) if learned else None
                 decision = baseline.decide(case.request, json.dumps(proposal))
                 proposals.append(proposal)
                 decisions.append(decision)
@@ -82,10 +83,6 @@ def decide_all(backend: Any, case_set: CaseSet, systems: Sequence[str] = SYSTEMS
         out[system] = {"decisions": decisions, "rows": rows, "proposals": proposals,
                        "seconds": time.perf_counter() - started}
     return out
-
-
-def _answers_baselines(backend: Any) -> bool:
-    return getattr(backend, "name", "") == "local:learned"
 
 
 def score_table(grids: dict[str, dict[str, dict[str, Any]]], case_set: CaseSet) -> tuple[pd.DataFrame, Any]:

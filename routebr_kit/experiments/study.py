@@ -108,7 +108,6 @@ class StudyConfig:
         """The CONFIRM cases file: the given one, or the kit's own benchmark written under ``runs_dir``."""
         if self.cases_path is not None:
             return self.cases_path
-
         folder = self.runs_dir / "benchmarks" / self.benchmark_name
         target = folder / "routebr_confirm_320.csv"
         if not target.exists():  # generation is deterministic: an existing copy is the same bytes
@@ -151,13 +150,11 @@ class Study:
 
     def labelled(self, split: Split | str, systems: Sequence[System] | None = None) -> dict[str, tuple]:
         """``{table label: rows}`` of the systems run on ``split`` (in study order), as the paper's tables name them."""
-
         chosen = systems if systems is not None else self.systems_on(split)
         return {SYSTEM_LABELS[s]: self.rows(s, split) for s in chosen if (s, Split(split)) in self.runs}
 
     def routebr_decisions(self, split: Split | str, case_ids: Sequence[str] | None = None) -> list:
         """RouteBR's decisions on ``split`` re-derived from the stored outputs (full records with traces)."""
-
         rows = self.rows(System.ROUTEBR, split)
         if case_ids is not None:
             wanted = set(case_ids)
@@ -186,12 +183,11 @@ def _from_artifact(config: StudyConfig, runs: Sequence[tuple[System, Split]]) ->
 
 def _from_runs(config: StudyConfig, runs: Sequence[tuple[System, Split]], *, progress: bool,
                concurrency: int) -> Study:
-
     cases_path = config.confirm_cases()
     assets = assets_beside(cases_path)
     cases = {c.case_id: c for c in load_cases(cases_path) if c.split is not Split.DEV}
     if config.source is Source.LIVE:
-        missing = missing_api_keys([config.profile], config.profiles_path or _default_profiles())
+        missing = missing_api_keys([config.profile], config.profiles_path or DEFAULT_PROFILES)
         if missing:
             return Study(config, assets, cases, {}, missing_env=missing)
     backend_kwargs: dict[str, Any] = {"cases": list(cases.values()), "catalog": assets.catalog, "seed": config.seed,
@@ -217,7 +213,3 @@ def _from_runs(config: StudyConfig, runs: Sequence[tuple[System, Split]], *, pro
         receipts[(system, split)] = tuple(sorted((out / "raw").glob("*.json")))
     ordered = {run: ledgers[run] for run in runs}
     return Study(config, assets, cases, ordered, receipts)
-
-
-def _default_profiles() -> Path:
-    return DEFAULT_PROFILES
