@@ -250,12 +250,13 @@ class LocalServer:
                                 field="server", detail=f"log: {self.log_path}")
             time.sleep(0.25)
 
-    def log_tail(self, lines: int = 1) -> str:
+    def log_tail(self) -> str:
+        """The server log's last line (empty when there is none)."""
         try:
-            text = Path(self.log_path or "").read_text(encoding="utf-8", errors="replace").strip().splitlines()
+            lines = Path(self.log_path or "").read_text(encoding="utf-8", errors="replace").strip().splitlines()
         except OSError:
             return ""
-        return " | ".join(text[-lines:])
+        return lines[-1] if lines else ""
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None

@@ -152,13 +152,10 @@ def score_grid(grid: Mapping[tuple[str, str], Mapping[str, Any]], cases: Sequenc
     from ..evaluation.metrics import score
 
     index = {c.case_id: c for c in cases}
-    records = []
-    for (proposer, system), run in grid.items():
-        s = score(run["rows"], index)
-        loop = (loops or {}).get(proposer) if system == "routebr" else None
-        records.append(_row(proposer, system, s, floor, loop))
-    records.append(_row(f"floor: always {floor.action_id}", "routebr", floor.scores, floor, None))
-    return pd.DataFrame(records)
+    records = [_row(proposer, system, score(run["rows"], index), floor,
+                    (loops or {}).get(proposer) if system == "routebr" else None)
+               for (proposer, system), run in grid.items()]
+    return pd.DataFrame([*records, _row(f"floor: always {floor.action_id}", "routebr", floor.scores, floor, None)])
 
 
 def _row(proposer: str, system: str, s: Any, floor: Any, loop: Mapping[str, Any] | None) -> dict[str, Any]:
