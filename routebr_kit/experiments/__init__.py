@@ -21,8 +21,8 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
     "replication": "Disagreement LedgerOrigin PaperRuns PaperTables ReplayReport TaskReplay artifact_ledgers "
         "compare_task build_tables paper_runs paper_tables replay_artifact replay_story replay_task",
     "screening": "COUNT_TOLERANCE PATH_TOLERANCE_POINTS Screening ScreeningConfig compare_with_published "
-        "held_out_table label missing_api_keys published_runs run_backend run_screening screening_cases "
-        "screening_figure seed_scores seed_sweep simulated_rows",
+        "held_out_table label published_runs run_backend run_screening screening_cases screening_figure "
+        "seed_scores seed_sweep simulated_rows",
     "seed_spread": "SeedSpread rq1_cell screen_cell spread_cells",
     "sources": "HOW_TO_GET ResolvedSource Source parse_source published_prompts resolve_source",
     "study": "Study StudyConfig load_study",

@@ -382,7 +382,6 @@ def screening_figure(screening: Screening) -> Any:
     return fig
 
 
-__all__ = ["COUNT_TOLERANCE", "PATH_TOLERANCE_POINTS", "Screening", "ScreeningConfig", "Source",
-           "compare_with_published", "held_out_table", "label", "missing_api_keys", "published_runs", "run_backend",
-           "run_screening",
-           "screening_cases", "screening_figure", "seed_scores", "seed_sweep", "simulated_rows"]
+__all__ = ["COUNT_TOLERANCE", "PATH_TOLERANCE_POINTS", "Screening", "ScreeningConfig", "compare_with_published",
+           "held_out_table", "label", "published_runs", "run_backend", "run_screening", "screening_cases",
+           "screening_figure", "seed_scores", "seed_sweep", "simulated_rows"]
