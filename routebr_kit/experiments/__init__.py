@@ -24,7 +24,7 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
         "held_out_table label published_runs run_backend run_screening screening_cases screening_figure "
         "seed_scores seed_sweep simulated_rows",
     "seed_spread": "SeedSpread rq1_cell screen_cell spread_cells",
-    "sources": "HOW_TO_GET ResolvedSource Source parse_source published_prompts resolve_source",
+    "sources": "HOW_TO_GET ResolvedSource Source kit_benchmark_file parse_source published_prompts resolve_source",
     "study": "Study StudyConfig load_study",
 }.items() for name in names.split()}
 __all__ = sorted(_EXPORTS)

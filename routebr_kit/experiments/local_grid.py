@@ -24,12 +24,12 @@ import pandas as pd
 from ..backends.local_server import INSTALL_HINT, SMOLLM2, LocalServer, free_port, require_extra, resolve_model
 from ..backends.registry import make_backend
 from ..core.errors import DataError
-from ..dataset import generate_benchmark, write_benchmark
 from ..evaluation.metrics import Count, score
 from ..runs.runner import RunResult, run_cases
 from ..scale.progress import progress_bar
 from ..store.assets import Assets, assets_beside
 from ..store.cases import Case, Split, load_cases
+from .sources import kit_benchmark_file
 
 CASES_FILE = "routebr_confirm_320.csv"
 PROFILE = "live"
@@ -110,9 +110,7 @@ def sample_cases(work: str | Path, *, n_cases: int, seed: int, language: str = "
     """A seeded sample of ``n_cases`` cases of the kit benchmark: ``max(1, n_cases // 4)`` whole FLIP pairs (both
     states of one request) and MAIN cases for the rest."""
     bench = Path(work) / "benchmark" / f"{language}-{seed}"
-    cases_path = bench / CASES_FILE
-    if not cases_path.exists():
-        write_benchmark(generate_benchmark(seed, language), bench)
+    cases_path = kit_benchmark_file(bench, CASES_FILE, seed, language)
     pool = load_cases(cases_path)
     rng = random.Random(seed)
     pairs = sorted({c.pair_id for c in pool if c.split is Split.FLIP})

@@ -33,7 +33,6 @@ from ..backends.simulated import SimulatedBackend
 from ..core.aio import run_sync
 from ..core.errors import DataError, ErrorCode
 from ..core.records import System
-from ..dataset import generate_benchmark, write_benchmark
 from ..evaluation.metrics import Scores, score
 from ..evaluation.tables import fmt_count, fmt_pct, screening_table
 from ..prompts import Protocol
@@ -42,7 +41,7 @@ from ..store.artifact import SELECT, Artifact
 from ..store.assets import Assets, assets_beside
 from ..store.cases import Case, Split, load_cases
 from ..store.ledger import MANIFEST, PredictionRow, prediction_from_decision
-from .sources import Source, published_prompts, resolve_source
+from .sources import Source, kit_benchmark_file, published_prompts, resolve_source
 
 #: Calibration tolerances of the simulated profiles against the published screening.
 PATH_TOLERANCE_POINTS = 2.0
@@ -98,7 +97,8 @@ class ScreeningConfig:
         elif found is not None:
             cases = Artifact(found).cases_path(SELECT)
         else:
-            cases = kit_select_cases(Path(out_dir), seed)
+            cases = kit_benchmark_file(Path(out_dir) / "benchmarks" / f"en-{seed}", "routebr_select_160.csv", seed,
+                                       "en")
         return cls(chosen, tuple(profiles), split, cases, found, Path(out_dir), seed,
                    bool(include_lexical), Path(profiles_path) if profiles_path else None, concurrency, banner,
                    chosen_protocol, prompts)
@@ -111,16 +111,6 @@ class ScreeningConfig:
             raise DataError(ErrorCode.EMPTY_VALUE, "profiles_path for a live screening without a published artifact "
                             "(whose experiments/api_profiles.json is the default)", field="profiles_path")
         return self.artifact_dir / "experiments" / "api_profiles.json"
-
-
-def kit_select_cases(out_dir: Path, seed: int) -> Path:
-    """The SELECT-160 file of the kit's English benchmark of ``seed`` under ``out_dir/benchmarks`` (written once;
-    generation is deterministic, so an existing copy is the same bytes)."""
-    folder = out_dir / "benchmarks" / f"en-{seed}"
-    target = folder / "routebr_select_160.csv"
-    if not target.exists():
-        write_benchmark(generate_benchmark(seed, "en"), folder)
-    return target
 
 
 @dataclass(frozen=True)

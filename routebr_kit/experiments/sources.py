@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..core.errors import DataError, ErrorCode
 from ..prompts import Protocol
@@ -101,6 +101,17 @@ def published_prompts(protocol: Protocol, source: Source, artifact_dir: Path | N
     return published_prompts_path(artifact_dir)
 
 
+def kit_benchmark_file(folder: Path, name: str, seed: int, language: str, **options: Any) -> Path:
+    """``folder/name`` of the kit's generated benchmark of ``seed`` and ``language`` (``options``: those of
+    :func:`~routebr_kit.dataset.generate_benchmark`), written on first use: generation is deterministic, so an
+    existing copy is the same bytes."""
+    from ..dataset import generate_benchmark, write_benchmark
+
+    if not (folder / name).exists():
+        write_benchmark(generate_benchmark(seed, language, **options), folder)
+    return folder / name
+
+
 def _how_named(found: Path, explicit: Path | None) -> str:
     for how, path in artifact_candidates(explicit):
         if is_artifact_dir(path) and path.resolve() == found:
@@ -142,4 +153,5 @@ def _fallback_banner(chosen: Source, concrete: Source, found: Path | None, expli
     return head + where + switch
 
 
-__all__ = ["HOW_TO_GET", "ResolvedSource", "Source", "parse_source", "published_prompts", "resolve_source"]
+__all__ = ["HOW_TO_GET", "ResolvedSource", "Source", "kit_benchmark_file", "parse_source", "published_prompts",
+           "resolve_source"]

@@ -26,7 +26,6 @@ from ..backends.profiles import missing_api_keys
 from ..backends.registry import DEFAULT_PROFILES, make_backend
 from ..core.errors import DataError, ErrorCode
 from ..core.records import System
-from ..dataset import generate_benchmark, write_benchmark
 from ..evaluation.tables import SYSTEM_LABELS
 from ..prompts import Protocol
 from ..runs.runner import derive_interventions, run_cases
@@ -36,7 +35,7 @@ from ..store.cases import Case, Split, load_cases
 from ..store.ledger import PredictionRow
 from ..systems.variants import Variant, variant_controller
 from .ablations import replay_decisions
-from .sources import Source, parse_source, published_prompts, resolve_source
+from .sources import Source, kit_benchmark_file, parse_source, published_prompts, resolve_source
 
 #: Every (system, split) ledger the research questions use.
 RUNS = (
@@ -108,12 +107,8 @@ class StudyConfig:
         """The CONFIRM cases file: the given one, or the kit's own benchmark written under ``runs_dir``."""
         if self.cases_path is not None:
             return self.cases_path
-        folder = self.runs_dir / "benchmarks" / self.benchmark_name
-        target = folder / "routebr_confirm_320.csv"
-        if not target.exists():  # generation is deterministic: an existing copy is the same bytes
-            write_benchmark(generate_benchmark(self.seed, self.language,
-                                               decouple_entity_state=self.decouple_entity_state), folder)
-        return target
+        return kit_benchmark_file(self.runs_dir / "benchmarks" / self.benchmark_name, "routebr_confirm_320.csv",
+                                  self.seed, self.language, decouple_entity_state=self.decouple_entity_state)
 
 
 @dataclass(frozen=True)
