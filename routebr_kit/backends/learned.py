@@ -14,6 +14,7 @@ held-out generated benchmark for the model card's per-language accuracy.  A mode
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import pickle
@@ -257,14 +258,10 @@ def load(model_dir: str | Path) -> LearnedModel:
     return model
 
 
-_DEFAULT: dict[str, LearnedModel] = {}
-
-
+@functools.cache
 def default_model() -> LearnedModel:
     """The default model, trained in memory on the kit's generated data (seconds; cached per process)."""
-    if "model" not in _DEFAULT:
-        _DEFAULT["model"] = train()
-    return _DEFAULT["model"]
+    return train()
 
 
 class LearnedBackend:
