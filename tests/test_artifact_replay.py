@@ -53,7 +53,7 @@ def test_interventions_are_offline_replays(report):
 
 
 def test_replayed_rows_carry_the_kit_extras(report):
-    rows = report.replayed_rows("confirm/routebr/main")
+    rows = next(t.replayed for t in report.tasks if t.task.key == "confirm/routebr/main")
     assert len(rows) == 200 and all(r.calls == 1 and r.first_pass_valid and r.repair_count == 0 for r in rows)
 
 

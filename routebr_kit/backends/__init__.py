@@ -6,7 +6,7 @@ receipts or ledger rows).  Imported on demand, through :func:`routebr_kit.backen
 (``local:lexical``)."""
 
 from .. import lazy_exports
-from .base import Backend, BackendFailure, FailureKind, ModelCall, ModelReply
+from ..core.calls import Backend, BackendFailure, FailureKind, ModelCall, ModelReply
 from .replay import ReplayBackend
 from .scripted import ScriptedBackend, ScriptExhausted
 

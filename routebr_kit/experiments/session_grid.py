@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..core.aio import run_sync
 from ..store.cases import Case
-from .proposers import SYSTEMS
+from .proposers import SYSTEMS, floor_cells
 
 
 def open_learned(model_dir: str, train_seeds: Sequence[int]) -> tuple[Any, str]:
@@ -76,18 +76,22 @@ def closed_loop(bench: Any, backend: Any) -> dict[str, Any]:
             "sessions": sum(all(h) for h in hits.values()), "n_sessions": len(hits)}
 
 
+def _proposers(bench: Any, sim_profile: str, seed: int, learned: Any) -> dict[str, Any]:
+    """The simulated proposer of a benchmark's cases (composite items too), and the learned one when given."""
+    from ..backends.simulated import SimulatedBackend
+
+    simulated = SimulatedBackend(sim_profile, bench.cases() + bench.item_cases(), seed=seed)
+    return {"simulated": simulated} | ({"learned": learned} if learned is not None else {})
+
+
 def run_benchmarks(benches: Sequence[Any], sim_profile: str, seed: int, learned: Any = None
                    ) -> tuple[dict[tuple[str, str], dict[str, Any]], dict[str, dict[str, int]], tuple[Case, ...]]:
     """Every benchmark (one per language) through every system with the simulated proposer (``sim_profile``) and,
     when given, the learned one: the merged grid, the closed-loop counts per proposer, and all the cases."""
-    from ..backends.simulated import SimulatedBackend
-
     grids: dict[tuple[str, str], dict[str, Any]] = {}
     loops: dict[str, dict[str, int]] = {}
     for b in benches:
-        proposers = {"simulated": SimulatedBackend(sim_profile, b.cases() + b.item_cases(), seed=seed)}
-        if learned is not None:
-            proposers["learned"] = learned
+        proposers = _proposers(b, sim_profile, seed, learned)
         for key, run in decide_grid(proposers, b.cases(), b.assets).items():
             merged = grids.setdefault(key, {"rows": [], "decisions": [], "seconds": 0.0})
             merged["rows"] += run["rows"]
@@ -104,16 +108,13 @@ def composite_scores(benches: Sequence[Any], sim_profile: str, seed: int, learne
     """The composite requests (on their gold history) through RouteBR, B1 and B2 in their mode, each proposer
     answering item by item (:class:`~routebr_kit.runs.sessions.ItemwiseProposer`): requests whose every item emits
     the gold, items that do, and items dispatched where the gold does not (false dispatches)."""
-    from ..backends.simulated import SimulatedBackend
     from ..core.composite_decision import CompositeController
     from ..runs.sessions import ItemwiseProposer
     from ..systems.baselines import CompositeBaseline
 
     tally: dict[tuple[str, str], list[int]] = {}
     for b in benches:
-        proposers = {"simulated": SimulatedBackend(sim_profile, b.cases() + b.item_cases(), seed=seed)}
-        if learned is not None:
-            proposers["learned"] = learned
+        proposers = _proposers(b, sim_profile, seed, learned)
         a = b.assets
         routers = {mode: {"routebr": CompositeController(a.controller(), mode),
                           "b1": CompositeBaseline.for_system("b1_direct", a.catalog, a.policy, mode),
@@ -151,21 +152,14 @@ def score_grid(grid: Mapping[tuple[str, str], Mapping[str, Any]], cases: Sequenc
     from ..evaluation.metrics import score
 
     index = {c.case_id: c for c in cases}
-    records = []
-    for (proposer, system), run in grid.items():
-        s = score(run["rows"], index)
-        loop = (loops or {}).get(proposer) if system == "routebr" else None
-        records.append(_row(proposer, system, s, floor, loop))
-    records.append(_row(f"floor: always {floor.action_id}", "routebr", floor.scores, floor, None))
-    return pd.DataFrame(records)
+    records = [_row(proposer, system, score(run["rows"], index), floor,
+                    (loops or {}).get(proposer) if system == "routebr" else None)
+               for (proposer, system), run in grid.items()]
+    return pd.DataFrame([*records, _row(f"floor: always {floor.action_id}", "routebr", floor.scores, floor, None)])
 
 
 def _row(proposer: str, system: str, s: Any, floor: Any, loop: Mapping[str, Any] | None) -> dict[str, Any]:
-    low, high = s.contract_exact.wilson
-    return {"proposer": proposer, "system": system, "exact": str(s.contract_exact),
-            "exact %": round(100 * s.contract_exact.rate, 1), "Wilson 95%": f"{100 * low:.1f}-{100 * high:.1f}",
-            "above floor (points)": round(100 * (s.contract_exact.rate - floor.exact.rate), 1),
-            "FD": str(s.false_dispatch), "FB": str(s.false_block),
+    return {"proposer": proposer, "system": system, **floor_cells(s, floor),
             "closed-loop requests": f"{loop['requests']}/{loop['n']}" if loop else "",
             "sessions all exact": f"{loop['sessions']}/{loop['n_sessions']}" if loop else ""}
 

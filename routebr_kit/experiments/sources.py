@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..core.errors import DataError, ErrorCode
+from ..prompts import Protocol
 from ..store.artifact import (
     ARTIFACT_ENV,
     CONVENTIONAL_DIR,
@@ -87,6 +88,30 @@ def resolve_source(source: str | Source, artifact_dir: str | Path | None = None)
     return ResolvedSource(concrete, found, _fallback_banner(chosen, concrete, found, explicit, bad_explicit))
 
 
+def published_prompts(protocol: Protocol, source: Source, artifact_dir: Path | None) -> Path | None:
+    """The published protocol's ``prompts.json`` (the artifact's, checked now); ``None`` for the kit protocol.  A
+    simulated run sends no request, so it cannot speak the published protocol."""
+    from ..backends.registry import published_prompts_path
+
+    if protocol is not Protocol.PUBLISHED:
+        return None
+    if source is Source.SIMULATED:
+        raise DataError(ErrorCode.INVALID_VALUE, "source 'live' (or 'artifact') with protocol 'published': a "
+                        "simulated run sends no request", got=source.value, field="protocol")
+    return published_prompts_path(artifact_dir)
+
+
+def kit_benchmark_file(folder: Path, name: str, seed: int, language: str, **options: Any) -> Path:
+    """``folder/name`` of the kit's generated benchmark of ``seed`` and ``language`` (``options``: those of
+    :func:`~routebr_kit.dataset.generate_benchmark`), written on first use: generation is deterministic, so an
+    existing copy is the same bytes."""
+    from ..dataset import generate_benchmark, write_benchmark
+
+    if not (folder / name).exists():
+        write_benchmark(generate_benchmark(seed, language, **options), folder)
+    return folder / name
+
+
 def _how_named(found: Path, explicit: Path | None) -> str:
     for how, path in artifact_candidates(explicit):
         if is_artifact_dir(path) and path.resolve() == found:
@@ -128,4 +153,5 @@ def _fallback_banner(chosen: Source, concrete: Source, found: Path | None, expli
     return head + where + switch
 
 
-__all__ = ["HOW_TO_GET", "ResolvedSource", "Source", "parse_source", "resolve_source"]
+__all__ = ["HOW_TO_GET", "ResolvedSource", "Source", "kit_benchmark_file", "parse_source", "published_prompts",
+           "resolve_source"]

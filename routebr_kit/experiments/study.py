@@ -23,10 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.profiles import missing_api_keys
-from ..backends.registry import DEFAULT_PROFILES, make_backend, published_prompts_path
+from ..backends.registry import DEFAULT_PROFILES, make_backend
 from ..core.errors import DataError, ErrorCode
 from ..core.records import System
-from ..dataset import generate_benchmark, write_benchmark
 from ..evaluation.tables import SYSTEM_LABELS
 from ..prompts import Protocol
 from ..runs.runner import derive_interventions, run_cases
@@ -36,7 +35,7 @@ from ..store.cases import Case, Split, load_cases
 from ..store.ledger import PredictionRow
 from ..systems.variants import Variant, variant_controller
 from .ablations import replay_decisions
-from .sources import Source, parse_source, resolve_source
+from .sources import Source, kit_benchmark_file, parse_source, published_prompts, resolve_source
 
 #: Every (system, split) ledger the research questions use.
 RUNS = (
@@ -86,12 +85,7 @@ class StudyConfig:
         if chosen is Source.SIMULATED and not (profile.startswith("sim:") or profile == "local:lexical"):
             raise DataError(ErrorCode.INVALID_VALUE, "a sim:<profile> or local:lexical backend", got=profile,
                             field="profile")
-        prompts = None
-        if chosen_protocol is Protocol.PUBLISHED:
-            if chosen is Source.SIMULATED:
-                raise DataError(ErrorCode.INVALID_VALUE, "source 'live' (or 'artifact') with protocol 'published': a "
-                                "simulated run sends no request", got=chosen.value, field="protocol")
-            prompts = published_prompts_path(found)
+        prompts = published_prompts(chosen_protocol, chosen, found)
         runs = Path(runs_dir) if runs_dir else Path(out_dir) / "runs"
         return cls(chosen, Path(cases_path) if cases_path else None, found,
                    profile, seed, runs, language, bool(decouple_entity_state),
@@ -113,13 +107,8 @@ class StudyConfig:
         """The CONFIRM cases file: the given one, or the kit's own benchmark written under ``runs_dir``."""
         if self.cases_path is not None:
             return self.cases_path
-
-        folder = self.runs_dir / "benchmarks" / self.benchmark_name
-        target = folder / "routebr_confirm_320.csv"
-        if not target.exists():  # generation is deterministic: an existing copy is the same bytes
-            write_benchmark(generate_benchmark(self.seed, self.language,
-                                               decouple_entity_state=self.decouple_entity_state), folder)
-        return target
+        return kit_benchmark_file(self.runs_dir / "benchmarks" / self.benchmark_name, "routebr_confirm_320.csv",
+                                  self.seed, self.language, decouple_entity_state=self.decouple_entity_state)
 
 
 @dataclass(frozen=True)
@@ -156,13 +145,11 @@ class Study:
 
     def labelled(self, split: Split | str, systems: Sequence[System] | None = None) -> dict[str, tuple]:
         """``{table label: rows}`` of the systems run on ``split`` (in study order), as the paper's tables name them."""
-
         chosen = systems if systems is not None else self.systems_on(split)
         return {SYSTEM_LABELS[s]: self.rows(s, split) for s in chosen if (s, Split(split)) in self.runs}
 
     def routebr_decisions(self, split: Split | str, case_ids: Sequence[str] | None = None) -> list:
         """RouteBR's decisions on ``split`` re-derived from the stored outputs (full records with traces)."""
-
         rows = self.rows(System.ROUTEBR, split)
         if case_ids is not None:
             wanted = set(case_ids)
@@ -191,12 +178,11 @@ def _from_artifact(config: StudyConfig, runs: Sequence[tuple[System, Split]]) ->
 
 def _from_runs(config: StudyConfig, runs: Sequence[tuple[System, Split]], *, progress: bool,
                concurrency: int) -> Study:
-
     cases_path = config.confirm_cases()
     assets = assets_beside(cases_path)
     cases = {c.case_id: c for c in load_cases(cases_path) if c.split is not Split.DEV}
     if config.source is Source.LIVE:
-        missing = missing_api_keys([config.profile], config.profiles_path or _default_profiles())
+        missing = missing_api_keys([config.profile], config.profiles_path or DEFAULT_PROFILES)
         if missing:
             return Study(config, assets, cases, {}, missing_env=missing)
     backend_kwargs: dict[str, Any] = {"cases": list(cases.values()), "catalog": assets.catalog, "seed": config.seed,
@@ -222,7 +208,3 @@ def _from_runs(config: StudyConfig, runs: Sequence[tuple[System, Split]], *, pro
         receipts[(system, split)] = tuple(sorted((out / "raw").glob("*.json")))
     ordered = {run: ledgers[run] for run in runs}
     return Study(config, assets, cases, ordered, receipts)
-
-
-def _default_profiles() -> Path:
-    return DEFAULT_PROFILES
