@@ -187,11 +187,6 @@ class _Charges(NamedTuple):
                    latency <= task.latency_budget_s)
 
 
-def plan_model(task: TaskSpec, plan: RoutePlan, config: ExecutorConfig = ExecutorConfig()) -> PlanModel:
-    """The :class:`PlanModel` of one plan on one task (builds a throwaway :class:`ExecutionModel`)."""
-    return ExecutionModel(config).plan_model(task, plan)
-
-
 def expected_success_rates(tasks: Sequence[TaskSpec], policies: Sequence[Policy],
                            config: ExecutorConfig = ExecutorConfig()) -> dict[str, float]:
     """Each policy's success rate in expectation — the value every unbiased executor converges to."""

@@ -99,10 +99,6 @@ class TaskSpec:
             if not getattr(self, name) > 0:
                 raise DataError(ErrorCode.INVALID_VALUE, "a positive budget", field=name, got=getattr(self, name))
 
-    def need(self, action: RouteAction) -> float:
-        """The need for a support operation."""
-        return getattr(self, NEED_FIELDS[action])
-
     @property
     def needs(self) -> tuple[float, ...]:
         """The five needs in canonical order (D, T, C, G, V)."""
