@@ -165,14 +165,6 @@ class ExecutionTrace:
     within_latency_budget: bool
     failure_mode: FailureMode | None
 
-    @property
-    def task_id(self) -> str:
-        return self.task.task_id
-
-    @property
-    def workload(self) -> Workload:
-        return self.task.workload
-
 
 @dataclass(frozen=True, eq=False)
 class Traces:
