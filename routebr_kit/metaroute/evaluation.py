@@ -73,7 +73,6 @@ class Evaluation:
                 "failure_modes": self.failure_modes, "workload_success": self.workload_success}
 
     def summary(self, policy: str) -> PolicySummary:
-        """The summary row of one policy."""
         return next(s for s in self.summaries if s.policy == policy)
 
 

@@ -16,7 +16,7 @@ import itertools
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 from .config import MetaRouteConfig, PolicyConfig
 from .numerics import builtin_sum
@@ -25,7 +25,6 @@ from .records import SUPPORT_ACTIONS, PlanChoice, RouteAction, RoutePlan, TaskSp
 ANSWER = RouteAction.ANSWER
 
 
-@runtime_checkable
 class Policy(Protocol):
     """What the runner needs from a policy."""
 
@@ -43,8 +42,7 @@ class _Deterministic(abc.ABC):
     stochastic = False
 
     @abc.abstractmethod
-    def plan(self, task: TaskSpec) -> RoutePlan:
-        """The plan for ``task``."""
+    def plan(self, task: TaskSpec) -> RoutePlan: ...
 
     def route(self, task: TaskSpec, rng: random.Random) -> RoutePlan:
         return self.plan(task)
