@@ -112,7 +112,6 @@ def test_empty_slice() -> None:
     assert math.isnan(s.contract_exact.rate) and math.isnan(s.path_macro_f1) and math.isnan(s.calls_per_case)
     assert math.isnan(s.latency_ms_median)
     assert s.contract_exact.wilson.as_tuple() == (0.0, 1.0)
-    assert s.as_series().loc["n"] == 0
 
 
 def test_unknown_case_is_a_located_error() -> None:

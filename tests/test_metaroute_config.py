@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from routebr_kit.core.errors import DataError, ErrorCode
 from routebr_kit.metaroute import MetaRouteConfig, RouteAction, Suite, run_benchmark
@@ -24,7 +25,7 @@ def test_yaml_round_trip(tmp_path: Path) -> None:
     config = MetaRouteConfig().with_overrides(["executor.recovery_success=0.9",
                                                "policies.static_routes.research=[verify]"])
     path = tmp_path / "config.yaml"
-    path.write_text(config.to_yaml(), encoding="utf-8")
+    path.write_text(yaml.safe_dump(config.to_mapping(), sort_keys=False, allow_unicode=True), encoding="utf-8")
     loaded = MetaRouteConfig.load(path)
     assert loaded == config and loaded.sha256 == config.sha256 != MetaRouteConfig().sha256
     assert loaded.policies.static_routes.research == (RouteAction.VERIFY,)

@@ -75,7 +75,7 @@ def test_adaptive_routes_respect_cap_order_and_disabled_operations(task: TaskSpe
 @given(tasks, st.sampled_from(SUPPORT_ACTIONS), unit)
 def test_raising_a_need_never_drops_the_operation(task: TaskSpec, action: RouteAction, share: float) -> None:
     """Threshold monotonicity: a higher need keeps an operation on the adaptive route; a strict maximum is kept."""
-    fields = {a: task.need(a) for a in SUPPORT_ACTIONS}
+    fields = dict(zip(SUPPORT_ACTIONS, task.needs))
     fields[action] += share * (1.0 - fields[action])
     boosted = TaskSpec(task.task_id, task.workload, task.difficulty, task.ambiguity, *fields.values(),
                        task.cost_budget, task.latency_budget_s)

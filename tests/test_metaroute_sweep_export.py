@@ -6,7 +6,10 @@ import csv
 import dataclasses
 import io
 import tempfile
+from collections.abc import Iterator
+from itertools import product
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,8 +18,25 @@ from hypothesis import strategies as st
 
 from routebr_kit.metaroute import Mode, RoutePlan, Suite, Traces, run_benchmark
 from routebr_kit.metaroute import export as export_module
-from routebr_kit.metaroute.export import TRACE_COLUMNS, _factorize_rows, trace_rows, write_traces
-from routebr_kit.metaroute.records import RouteAction
+from routebr_kit.metaroute.export import TRACE_COLUMNS, _factorize_rows, write_traces
+from routebr_kit.metaroute.records import FAILURE_CODES, RouteAction
+
+
+def trace_rows(traces: Traces) -> Iterator[tuple[Any, ...]]:
+    """``traces.csv`` rows in published order (seed, policy, task), one Python tuple each."""
+    plans = [(plan.label, plan.confidence, plan.rationale) for plan in traces.plans]
+    tasks = [(t.task_id, t.workload.value) for t in traces.tasks]
+    failures = ["" if mode is None else mode.value for mode in FAILURE_CODES]
+    columns = zip(*(getattr(traces, name).ravel().tolist() for name in (
+        "plan", "success", "expected_success", "cost", "latency_s", "retries", "within_cost_budget",
+        "within_latency_budget", "failure")))
+    for (seed, policy, (task_id, workload)), (plan, success, expected, cost, latency, retries, within_cost,
+                                              within_latency, failure) in zip(
+            product(traces.seeds, traces.policies, tasks), columns):
+        label, confidence, rationale = plans[plan]
+        # route_valid is always True: a RoutePlan cannot be built from an invalid route
+        yield (policy, task_id, workload, seed, label, success, expected, cost, latency, retries, True, within_cost,
+               within_latency, confidence, rationale, failures[failure])
 
 
 def reference(traces: Traces) -> bytes:

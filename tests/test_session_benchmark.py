@@ -55,7 +55,7 @@ def test_gold_is_the_controller_on_the_gold_history(bench):
 def test_composite_requests_block_their_second_item(bench):
     """"How is X doing, and sell Y": the analysis is allowed, the sale is blocked (an expired check or the hourly
     count); independent emits both terminals, atomic withholds the analysis."""
-    composite = [(s, g) for s in bench.sessions for g in s.composite_gold if g is not None]
+    composite = [(s, g) for s in bench.sessions for g in s.summaries if "items" in g]
     assert composite and {s.variant.split("_")[1] for s, _ in composite} == {"atomic", "independent"}
     for s, g in composite:
         first, second = g["items"]

@@ -5,7 +5,18 @@
 * :func:`audit_cases` — every published validator check plus the ones it misses, as a typed report.
 """
 
-from .audit import AuditCode, AuditReport, AuditSet, CheckClass, FileKind, Finding, Severity, audit_cases, audit_files
+from .audit import (
+    AuditCode,
+    AuditReport,
+    AuditSet,
+    CheckClass,
+    FileKind,
+    Finding,
+    Severity,
+    audit_cases,
+    audit_files,
+    second_audit,
+)
 from .composition import ACTIONS, Partition, Route, Slot, allocate
 from .generate import (
     KIT_DATA_DIR,
@@ -13,13 +24,11 @@ from .generate import (
     Benchmark,
     BenchmarkConfig,
     Manifest,
-    case_record,
     cases_csv,
     generate_benchmark,
     write_benchmark,
 )
 from .labels import GoldLabel, gold_label
 from .language import CueFamily, Language
-from .second_audit import second_audit
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -446,6 +446,27 @@ class _Audit:
                      f"priority-decided cases, expected at least {MIN_PRIORITY_DECIDED_CONFIRM}")
 
 
+def second_audit(artifact_root: str | Path | None, *, seed: int, language: str, decouple_entity_state: bool,
+                 data_dir: str | Path, out_dir: str | Path) -> tuple[str, AuditReport]:
+    """Notebook 01's second, stricter audit: ``(label, report)`` of the audit of the published ``routebr_600.csv``
+    under ``artifact_root``, or (no artifact) of the kit's benchmark in the language other than ``language`` (same
+    seed), written under ``out_dir/benchmark-<other>``."""
+    from .generate import BenchmarkConfig, write_benchmark
+
+    if artifact_root is not None:
+        data = Path(artifact_root) / "data"
+        report = audit_files([data / "routebr_600.csv"], data / "catalog.csv", data / "boundary_rules.csv",
+                             data / "entity_catalog.csv").reports[0]
+        return "The published `routebr_600.csv`", report
+    other = "zh" if language == "en" else "en"
+    label = f"The kit's own benchmark ({other}, seed {seed}; fallback without the artifact)"
+    manifest = write_benchmark(BenchmarkConfig(seed, other, decouple_entity_state, Path(data_dir)).generate(),
+                               Path(out_dir) / f"benchmark-{other}")
+    report = audit_files([manifest.path("routebr_600.csv")], manifest.path("catalog.csv"),
+                         manifest.path("boundary_rules.csv"), manifest.path("registry.csv")).reports[0]
+    return label, report
+
+
 def _cross_findings(paths: Sequence[str | Path], reports: Sequence[AuditReport]) -> list[Finding]:
     """Subsets are disjoint and repeat the full file's rows verbatim."""
     tables = {str(p): {values["case_id"].strip(): values for _, values in read_csv(p, CASE_COLUMNS).rows}
@@ -468,4 +489,4 @@ def _cross_findings(paths: Sequence[str | Path], reports: Sequence[AuditReport])
 
 
 __all__ = ["AuditCode", "AuditReport", "AuditSet", "AuditStats", "CheckClass", "FileKind", "Finding", "Severity",
-           "audit_cases", "audit_files"]
+           "audit_cases", "audit_files", "second_audit"]

@@ -32,7 +32,7 @@ from typing import Any
 from ..core.controller import Controller
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_bytes
-from ..core.records import Entity, RouteRequest, RuntimeState
+from ..core.records import RouteRequest, RuntimeState
 from ..store.assets import Assets, load_assets
 from ..store.cases import CASE_COLUMNS, Case, Gold, Split
 from ..store.files import MAX_CSV_BYTES, read_bytes
@@ -123,8 +123,19 @@ class Benchmark:
         return {c.case_id: c for c in self.cases}[case_id]  # (case IDs are unique: KeyError for another)
 
     def rows(self) -> list[dict[str, Any]]:
-        """One flat record per case (for tables): partition, cell fields, cue count, rule, text."""
-        return [case_record(c, self.partitions.get(c.case_id)) for c in self.cases]
+        """One flat, table-ready record per case: partition, cell fields, cue count, rule, text."""
+        records = []
+        for case in self.cases:
+            g, partition = case.gold, self.partitions.get(case.case_id)
+            records.append({
+                "case_id": case.case_id, "split": case.split.value,
+                "partition": partition.value if partition else "DEV", "pair_id": case.pair_id, "action": g.action,
+                "boundary": g.boundary.value, "difficulty": g.object_difficulty.value, "cues": len(g.cues),
+                "cue_cell": case.scenario_cell.rsplit("|", 1)[-1], "object_id": g.object_id,
+                "rule": ",".join(g.rule_ids), "final_path": g.final_path, "dispatchable": g.dispatchable,
+                "utterance": case.request.utterance, "history": " / ".join(case.request.history),
+            })
+        return records
 
 
 def generate_benchmark(seed: int = 0, language: Language | str = Language.EN, *,
@@ -185,32 +196,11 @@ def _labelled(controller: Controller, slot: Slot, request: RouteRequest, side: R
     return Case(request, slot.split, gold, _pair_id(slot), cell)
 
 
-# --------------------------------------------------------------------------------------------- views
-
-
-def case_record(case: Case, partition: Partition | None = None) -> dict[str, Any]:
-    """A flat, table-ready view of one case."""
-    g = case.gold
-    return {
-        "case_id": case.case_id, "split": case.split.value, "partition": partition.value if partition else "DEV",
-        "pair_id": case.pair_id, "action": g.action, "boundary": g.boundary.value, "difficulty":
-        g.object_difficulty.value, "cues": len(g.cues), "cue_cell": case.scenario_cell.rsplit("|", 1)[-1],
-        "object_id": g.object_id, "rule": ",".join(g.rule_ids), "final_path": g.final_path,
-        "dispatchable": g.dispatchable, "utterance": case.request.utterance,
-        "history": " / ".join(case.request.history),
-    }
-
-
 # --------------------------------------------------------------------------------------------- files
 
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def candidate_view(entity: Entity) -> dict[str, Any]:
-    """A candidate in the published JSON shape (model-visible fields, then the registry facts)."""
-    return {**entity.prompt_view(), **{k: entity.attributes.get(k, "") for k in CANDIDATE_ATTRIBUTES}}
 
 
 def case_row(case: Case) -> dict[str, str]:
@@ -221,7 +211,9 @@ def case_row(case: Case) -> dict[str, str]:
         "scenario_cell": case.scenario_cell, "utterance": case.request.utterance,
         "history_json": _json(list(case.request.history)),
         "runtime_context_json": _json(case.request.state.as_dict()),
-        "candidate_entities_json": _json([candidate_view(e) for e in case.request.candidates]),
+        "candidate_entities_json": _json([  # the published shape: model-visible fields, then the registry facts
+            {**e.prompt_view(), **{k: e.attributes.get(k, "") for k in CANDIDATE_ATTRIBUTES}}
+            for e in case.request.candidates]),
         "gold_cues_json": _json([dict(c) for c in g.cues]), "gold_action": g.action,
         "gold_object_difficulty": g.object_difficulty.value, "gold_object_id": g.object_id,
         "gold_boundary": g.boundary.value, "gold_final_path": g.final_path,

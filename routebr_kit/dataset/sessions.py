@@ -32,7 +32,8 @@ Gold: the gold proposal ``{action, object, topk: [action]}`` of each request (a 
 mode) goes through the controller on the request's session: its time, its amount, the external events before it
 and every earlier request's *gold* decision (an event ``dispatch`` / ``non_dispatch``; one per decided item of a
 composite request).  :meth:`SessionBenchmark.cases` holds the single-item requests (one :class:`Case` each); a
-composite request's gold is :attr:`SessionCase.composite_gold`.  Deterministic in ``(seed, language, sessions)``.
+composite request's gold is its entry of :attr:`SessionCase.summaries`.  Deterministic in ``(seed, language,
+sessions)``.
 """
 
 from __future__ import annotations
@@ -145,11 +146,6 @@ class SessionCase:
     item_cases: tuple[Case, ...] = ()  # each composite item as a single request ``<request_id>.<n>`` (its gold)
     requests: tuple[RouteRequest, ...] = ()  # per step: the request on the gold history (teacher forcing)
 
-    @property
-    def composite_gold(self) -> tuple[Mapping[str, Any] | None, ...]:
-        """Per step: a composite request's gold (``None`` for a single request)."""
-        return tuple(g if "items" in g else None for g in self.summaries)
-
     def as_dict(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "language": self.language, "scenario": self.scenario,
                 "variant": self.variant,
@@ -165,7 +161,7 @@ class SessionBenchmark:
     assets: Assets
 
     def cases(self) -> tuple[Case, ...]:
-        """The single-item requests, one case each (composite requests are not cases: see ``composite_gold``)."""
+        """The single-item requests, one case each (composite requests are not cases: see ``summaries``)."""
         return tuple(c for s in self.sessions for c in s.gold if c is not None)
 
     def item_cases(self) -> tuple[Case, ...]:
@@ -456,7 +452,6 @@ def timeline(session: SessionCase) -> list[dict[str, Any]]:
              "request": step.utterance, "amount": step.attributes.get("amount", ""), "mode": step.mode,
              "gold": gold["final_path"], "rule": " + ".join(gold["rule_ids"]), "temporal evaluated": ", ".join(ex)}
             for step, gold, ex in zip(session.steps, session.summaries, session.exercised)]
-
 
 
 __all__ = ["PREDICATES", "SCENARIOS", "SessionBenchmark", "SessionCase", "SessionStep", "audit_sessions",

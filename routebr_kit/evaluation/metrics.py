@@ -183,11 +183,6 @@ class Scores:
                     for cause in ForbiddenCause}
         return out
 
-    def as_series(self, name: str | None = None) -> pd.Series:
-        import pandas as pd  # frames only; scoring itself needs no pandas
-
-        return pd.Series(self.as_dict(), name=name)
-
 
 def _aligned(rows: Sequence[PredictionRow], cases: Cases) -> list[tuple[PredictionRow, Case]]:
     """Each row with its case; unknown or repeated case IDs raise a located :class:`DataError`."""

@@ -194,7 +194,6 @@ class MetaRouteConfig:
             raise DataError(ErrorCode.INVALID_VALUE, "distinct route lengths in 1..5",
                             field="policies.random_route_lengths", got=list(lengths))
 
-
     def to_mapping(self) -> dict[str, Any]:
         """Plain nested dict (lists and strings only): the YAML form."""
         return _to_plain(self)
@@ -222,11 +221,6 @@ class MetaRouteConfig:
             raise DataError(ErrorCode.EMPTY_FILE, "a MetaRoute configuration mapping (write {} to keep every "
                             "published constant)", file=str(path))
         return cls.from_mapping(data, file=str(path))
-
-    def to_yaml(self) -> str:
-        import yaml
-
-        return yaml.safe_dump(self.to_mapping(), sort_keys=False, allow_unicode=True)
 
     def with_overrides(self, overrides: Mapping[str, Any] | Iterable[str]) -> MetaRouteConfig:
         """A copy with dotted-key overrides: ``{"executor.recovery_success": 0.9}`` or ``["key=value", …]``.
@@ -288,11 +282,8 @@ def _hints(cls: type) -> dict[str, Any]:
 
 
 def _build(cls: type, data: Mapping[str, Any], path: str) -> Any:
-    hints = _hints(cls)
-    kwargs = {}
-    for f in dataclasses.fields(cls):  # ``data`` is complete: it was merged onto the defaults
-        kwargs[f.name] = _coerce(data[f.name], hints[f.name], f"{path}{f.name}")
-    return cls(**kwargs)
+    hints = _hints(cls)  # ``data`` is complete: it was merged onto the defaults
+    return cls(**{f.name: _coerce(data[f.name], hints[f.name], f"{path}{f.name}") for f in dataclasses.fields(cls)})
 
 
 def _coerce(value: Any, kind: Any, where: str) -> Any:

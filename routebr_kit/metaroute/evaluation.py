@@ -73,7 +73,6 @@ class Evaluation:
                 "failure_modes": self.failure_modes, "workload_success": self.workload_success}
 
     def summary(self, policy: str) -> PolicySummary:
-        """The summary row of one policy."""
         return next(s for s in self.summaries if s.policy == policy)
 
 
@@ -82,7 +81,10 @@ def evaluate(traces: Traces, config: EvaluationConfig = EvaluationConfig()) -> E
     per_seed = PerSeed.of(traces)
     return Evaluation(
         summaries=summarize(traces, config, per_seed),
-        comparisons=compare_all(traces, config, per_seed),
+        # the treatment against every other policy, by baseline name; none if the treatment is absent
+        comparisons=tuple(compare(traces, config.treatment, baseline, config, per_seed)
+                          for baseline in sorted(set(traces.policies) - {config.treatment})
+                          if config.treatment in traces.policies),
         workload_success=workload_success(traces),
         action_counts=action_counts(traces),
         failure_modes=failure_modes(traces),
@@ -143,16 +145,6 @@ def compare(traces: Traces, treatment: str, baseline: str, config: EvaluationCon
         success_difference_ci95=seed_ci(success, config.z),
         cost_difference=exact_mean((per_seed.cost[:, t] - per_seed.cost[:, b]).tolist()),
         latency_difference_s=exact_mean((per_seed.latency_s[:, t] - per_seed.latency_s[:, b]).tolist()))
-
-
-def compare_all(traces: Traces, config: EvaluationConfig = EvaluationConfig(),
-                per_seed: PerSeed | None = None) -> tuple[Comparison, ...]:
-    """The treatment against every other policy, by baseline name; empty if the treatment is absent."""
-    if config.treatment not in traces.policies:
-        return ()
-    per_seed = per_seed or PerSeed.of(traces)
-    return tuple(compare(traces, config.treatment, baseline, config, per_seed)
-                 for baseline in sorted(set(traces.policies) - {config.treatment}))
 
 
 def workload_success(traces: Traces) -> dict[str, dict[str, float]]:

@@ -1,8 +1,8 @@
 """The seeded offline executor: plan → typed trace.
 
-Everything that does not depend on random draws is computed once per (task, plan) by :func:`plan_model` — the
-difficulty factor, cost and latency, the success probability of each outcome (clean, failed, recovered), the
-budget flags and the clipping.  Two executors then draw outcomes from it:
+Everything that does not depend on random draws is computed once per (task, plan) by
+:meth:`ExecutionModel.plan_model` — the difficulty factor, cost and latency, the success probability of each outcome
+(clean, failed, recovered), the budget flags and the clipping.  Two executors then draw outcomes from it:
 
 * :class:`ExactExecutor` — the published draws, bit for bit: a CPython Mersenne Twister per trace seeded with
   the string ``"{seed}:{task_id}:{policy}"``; one uniform per failure-prone operation until the first failure,
@@ -17,7 +17,7 @@ plugs into :func:`routebr_kit.metaroute.run.execute_all` without touching polici
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, runtime_checkable
 
@@ -40,6 +40,7 @@ from .records import (
 
 ANSWER = RouteAction.ANSWER
 CLEAN, FAILED, RECOVERED = 0, 1, 2  # outcome indices of PlanModel.outcomes
+ROUTE, FAILURE, RECOVERY, SUCCESS = range(4)  # which uniform of a trace decides what
 
 
 @runtime_checkable
@@ -187,11 +188,6 @@ class _Charges(NamedTuple):
                    latency <= task.latency_budget_s)
 
 
-def plan_model(task: TaskSpec, plan: RoutePlan, config: ExecutorConfig = ExecutorConfig()) -> PlanModel:
-    """The :class:`PlanModel` of one plan on one task (builds a throwaway :class:`ExecutionModel`)."""
-    return ExecutionModel(config).plan_model(task, plan)
-
-
 def expected_success_rates(tasks: Sequence[TaskSpec], policies: Sequence[Policy],
                            config: ExecutorConfig = ExecutorConfig()) -> dict[str, float]:
     """Each policy's success rate in expectation — the value every unbiased executor converges to."""
@@ -201,8 +197,17 @@ def expected_success_rates(tasks: Sequence[TaskSpec], policies: Sequence[Policy]
         for policy in policies}
 
 
-def _trace(task: TaskSpec, plan: RoutePlan, seed: int, policy: str, outcome: Outcome, success: bool,
-           failed: RouteAction | None) -> ExecutionTrace:
+def _trace(task: TaskSpec, plan: RoutePlan, seed: int, policy: str, model: PlanModel, failed: RouteAction | None,
+           draw: Callable[[int], float], recovery_success: float) -> ExecutionTrace:
+    """The trace once the first failing check (``failed``) is known: ``draw(RECOVERY)`` (only after a failure of a
+    plan that asks for recovery) and then ``draw(SUCCESS)`` are the trace's remaining uniforms, drawn in that order."""
+    if failed is None:
+        outcome = model.outcomes[CLEAN]
+    elif model.recovery and draw(RECOVERY) < recovery_success:
+        outcome, failed = model.outcomes[RECOVERED], None
+    else:
+        outcome = model.outcomes[FAILED]
+    success = bool(draw(SUCCESS) < outcome.success_probability)
     mode = FailureMode.of(failed) if failed is not None else (None if success else FailureMode.TASK_FAILURE)
     return ExecutionTrace(policy, task, plan, seed, success, outcome.success_probability, outcome.cost,
                           outcome.latency_s, outcome.retries, outcome.within_cost_budget,
@@ -231,19 +236,9 @@ class ExactExecutor:
         model = self.model(task, plan)
         rng = self._rng
         rng.seed(f"{seed}:{task.task_id}:{policy}")
-        draw = rng.random
-        failed = None
-        for action, probability in model.checks:  # the scan stops at the first failure
-            if draw() < probability:
-                failed = action
-                break
-        if failed is None:
-            outcome = model.outcomes[CLEAN]
-        elif model.recovery and draw() < self.config.recovery_success:
-            outcome, failed = model.outcomes[RECOVERED], None
-        else:
-            outcome = model.outcomes[FAILED]
-        return _trace(task, plan, seed, policy, outcome, draw() < outcome.success_probability, failed)
+        # the scan stops at the first failure; one stream, so every uniform is simply the next draw
+        failed = next((action for action, probability in model.checks if rng.random() < probability), None)
+        return _trace(task, plan, seed, policy, model, failed, lambda _: rng.random(), self.config.recovery_success)
 
 
 _MASK32 = np.uint64(0xFFFFFFFF)
@@ -302,7 +297,6 @@ def trace_uniforms(seeds: Sequence[int], task_ids: Sequence[str], policies: Sequ
     return uniforms
 
 
-ROUTE, FAILURE, RECOVERY, SUCCESS = range(4)  # which uniform of a trace decides what
 _FAILURE_OF = {action: FAILURE_CODE[FailureMode.of(action)] for action in RouteAction}
 
 
@@ -323,13 +317,7 @@ class FastExecutor:
         u = trace_uniforms([seed], [task.task_id], [policy])[:, 0, 0, 0]
         failed = next((action for (action, _), threshold in zip(model.checks, model.failure_cdf())
                        if u[FAILURE] < threshold), None)
-        if failed is None:
-            outcome = model.outcomes[CLEAN]
-        elif model.recovery and u[RECOVERY] < self.config.recovery_success:
-            outcome, failed = model.outcomes[RECOVERED], None
-        else:
-            outcome = model.outcomes[FAILED]
-        return _trace(task, plan, seed, policy, outcome, bool(u[SUCCESS] < outcome.success_probability), failed)
+        return _trace(task, plan, seed, policy, model, failed, u.__getitem__, self.config.recovery_success)
 
     def execute_grid(self, tasks: Sequence[TaskSpec], policies: Sequence[Policy], seeds: Sequence[int]) -> Traces:
         """Route and execute every (seed, policy, task) at once."""

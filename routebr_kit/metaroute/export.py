@@ -11,8 +11,7 @@ import dataclasses
 import hashlib
 import io
 import json
-from collections.abc import Iterable, Iterator, Sequence
-from itertools import product
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,35 +36,15 @@ PUBLISHED_TRACES_BLOBS = {"main": "751cd2f1fbd6137a66ebc0ad361064bbe69a71d0",
 COMPARISON_COLUMNS = tuple(f.name for f in dataclasses.fields(Comparison))
 
 
-def _write_csv(path: Path, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> Path:
-    with open(path, "w", newline="", encoding="utf-8") as handle:
+def write_csv(path: Path, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> Path:
+    """A ``csv.writer`` file, written beside ``path`` and then moved onto it (never half-written)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(columns)
         writer.writerows(rows)
+    tmp.replace(path)
     return path
-
-
-def write_tasks(path: str | Path, tasks: Sequence[TaskSpec]) -> Path:
-    return _write_csv(Path(path), TASK_COLUMNS, (
-        (t.task_id, t.workload.value, t.difficulty, t.ambiguity, *t.needs, t.cost_budget, t.latency_budget_s)
-        for t in tasks))
-
-
-def trace_rows(traces: Traces) -> Iterator[tuple[Any, ...]]:
-    """``traces.csv`` rows in published order (seed, policy, task)."""
-    plans = [(plan.label, plan.confidence, plan.rationale) for plan in traces.plans]
-    tasks = [(t.task_id, t.workload.value) for t in traces.tasks]
-    failures = ["" if mode is None else mode.value for mode in FAILURE_CODES]
-    columns = zip(*(getattr(traces, name).ravel().tolist() for name in (
-        "plan", "success", "expected_success", "cost", "latency_s", "retries", "within_cost_budget",
-        "within_latency_budget", "failure")))
-    for (seed, policy, (task_id, workload)), (plan, success, expected, cost, latency, retries, within_cost,
-                                              within_latency, failure) in zip(
-            product(traces.seeds, traces.policies, tasks), columns):
-        label, confidence, rationale = plans[plan]
-        # route_valid is always True: a RoutePlan cannot be built from an invalid route
-        yield (policy, task_id, workload, seed, label, success, expected, cost, latency, retries, True, within_cost,
-               within_latency, confidence, rationale, failures[failure])
 
 
 #: Rows formatted per block: bounds the export's extra memory (about 150 bytes of text per row in flight).
@@ -73,7 +52,8 @@ BLOCK_ROWS = 1 << 16
 
 
 def write_traces(path: str | Path, traces: Traces) -> Path:
-    """``traces.csv``, byte for byte what ``csv.writer`` makes of :func:`trace_rows`, without a Python row loop.
+    """``traces.csv``, byte for byte what ``csv.writer`` makes of the rows (seed, policy, task order), without a
+    Python row loop.
 
     A row is three fragments: ``policy,task_id,workload,`` (one per policy × task), the seed, and the rest of the
     row.  The rest is a function of nine small-domain columns, so per block of rows the distinct combinations are
@@ -153,32 +133,22 @@ def _factorize_rows(columns: Sequence[np.ndarray]) -> np.ndarray:
     return pd.factorize(combined, sort=False)[0]
 
 
-def write_summary(path: str | Path, summaries: Sequence[PolicySummary]) -> Path:
-    return _write_csv(Path(path), SUMMARY_COLUMNS, (dataclasses.astuple(s) for s in summaries))
-
-
-def write_comparisons(path: str | Path, comparisons: Sequence[Comparison]) -> Path:
-    return _write_csv(Path(path), COMPARISON_COLUMNS, (dataclasses.astuple(c) for c in comparisons))
-
-
-def write_details(path: str | Path, evaluation: Evaluation) -> Path:
-    path = Path(path)
-    path.write_text(json.dumps(evaluation.details(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return path
-
-
 def export_run(out_dir: str | Path, tasks: Sequence[TaskSpec], traces: Traces, evaluation: Evaluation,
                *, include_traces: bool = True) -> dict[str, Path]:
     """Write the published files into ``out_dir`` (``comparisons.csv`` only when there are comparisons)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    written = {TASKS: write_tasks(out / TASKS, tasks)}
+    written = {TASKS: write_csv(out / TASKS, TASK_COLUMNS, (
+        (t.task_id, t.workload.value, t.difficulty, t.ambiguity, *t.needs, t.cost_budget, t.latency_budget_s)
+        for t in tasks))}
     if include_traces:
         written[TRACES] = write_traces(out / TRACES, traces)
-    written[SUMMARY] = write_summary(out / SUMMARY, evaluation.summaries)
+    written[SUMMARY] = write_csv(out / SUMMARY, SUMMARY_COLUMNS, (dataclasses.astuple(s) for s in evaluation.summaries))
     if evaluation.comparisons:
-        written[COMPARISONS] = write_comparisons(out / COMPARISONS, evaluation.comparisons)
-    written[DETAILS] = write_details(out / DETAILS, evaluation)
+        written[COMPARISONS] = write_csv(out / COMPARISONS, COMPARISON_COLUMNS,
+                                         (dataclasses.astuple(c) for c in evaluation.comparisons))
+    written[DETAILS] = out / DETAILS
+    written[DETAILS].write_text(json.dumps(evaluation.details(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return written
 
 

@@ -16,21 +16,15 @@ import itertools
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 from .config import MetaRouteConfig, PolicyConfig
 from .numerics import builtin_sum
 from .records import SUPPORT_ACTIONS, PlanChoice, RouteAction, RoutePlan, TaskSpec
 
 ANSWER = RouteAction.ANSWER
-FIXED_RATIONALE = "fixed route"
-RANDOM_RATIONALE = "random route"
-STATIC_RATIONALE = "workload-level rule table"
-ONE_SHOT_RATIONALE = "highest task-level need: {action}"
-ADAPTIVE_RATIONALE = "task-level needs with budgeted composition and recovery"
 
 
-@runtime_checkable
 class Policy(Protocol):
     """What the runner needs from a policy."""
 
@@ -48,8 +42,7 @@ class _Deterministic(abc.ABC):
     stochastic = False
 
     @abc.abstractmethod
-    def plan(self, task: TaskSpec) -> RoutePlan:
-        """The plan for ``task``."""
+    def plan(self, task: TaskSpec) -> RoutePlan: ...
 
     def route(self, task: TaskSpec, rng: random.Random) -> RoutePlan:
         return self.plan(task)
@@ -69,7 +62,7 @@ class FixedPolicy(_Deterministic):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_plan", RoutePlan((*self.actions, ANSWER), confidence=self.confidence,
-                                                    rationale=FIXED_RATIONALE))
+                                                    rationale="fixed route"))
 
     def plan(self, task: TaskSpec) -> RoutePlan:
         return self._plan
@@ -89,7 +82,7 @@ class RandomPolicy:
     def __post_init__(self) -> None:
         n = len(SUPPORT_ACTIONS)
         plans = {indices: RoutePlan((*(SUPPORT_ACTIONS[i] for i in indices), ANSWER), confidence=self.confidence,
-                                    rationale=RANDOM_RATIONALE)
+                                    rationale="random route")
                  for k in self.lengths for indices in itertools.permutations(range(n), k)}
         object.__setattr__(self, "_plans", plans)
         object.__setattr__(self, "_choices", tuple(
@@ -113,7 +106,7 @@ class StaticWorkloadPolicy(_Deterministic):
 
     def plan(self, task: TaskSpec) -> RoutePlan:
         return RoutePlan((*self.config.static_routes[task.workload], ANSWER),
-                         confidence=self.config.static_confidence, rationale=STATIC_RATIONALE)
+                         confidence=self.config.static_confidence, rationale="workload-level rule table")
 
 
 @dataclass(frozen=True)
@@ -124,7 +117,7 @@ class OneShotPolicy(_Deterministic):
 
     def plan(self, task: TaskSpec) -> RoutePlan:
         need, action = max(zip(task.needs, SUPPORT_ACTIONS), key=lambda pair: pair[0])
-        return RoutePlan((action, ANSWER), confidence=need, rationale=ONE_SHOT_RATIONALE.format(action=action.value))
+        return RoutePlan((action, ANSWER), confidence=need, rationale=f"highest task-level need: {action.value}")
 
 
 @dataclass(frozen=True)
@@ -159,7 +152,7 @@ class AdaptiveRouter(_Deterministic):
             chosen.append(RouteAction.VERIFY)
         confidence = min(1.0, builtin_sum(need for _, need in selected) / max(1, len(chosen)))
         return RoutePlan((*chosen, ANSWER), adaptive_recovery=self.recovery, confidence=confidence,
-                         rationale=ADAPTIVE_RATIONALE)
+                         rationale="task-level needs with budgeted composition and recovery")
 
 
 def default_policies(config: MetaRouteConfig = MetaRouteConfig()) -> tuple[Policy, ...]:

@@ -99,10 +99,6 @@ class TaskSpec:
             if not getattr(self, name) > 0:
                 raise DataError(ErrorCode.INVALID_VALUE, "a positive budget", field=name, got=getattr(self, name))
 
-    def need(self, action: RouteAction) -> float:
-        """The need for a support operation."""
-        return getattr(self, NEED_FIELDS[action])
-
     @property
     def needs(self) -> tuple[float, ...]:
         """The five needs in canonical order (D, T, C, G, V)."""
@@ -168,14 +164,6 @@ class ExecutionTrace:
     within_cost_budget: bool
     within_latency_budget: bool
     failure_mode: FailureMode | None
-
-    @property
-    def task_id(self) -> str:
-        return self.task.task_id
-
-    @property
-    def workload(self) -> Workload:
-        return self.task.workload
 
 
 @dataclass(frozen=True, eq=False)

@@ -40,11 +40,6 @@ class Suite(str, enum.Enum):
         return default_policies(config) if self is Suite.MAIN else ablation_policies(config)
 
 
-def executor_for(mode: Mode, config: MetaRouteConfig = MetaRouteConfig()) -> Executor:
-    """The simulator of a mode."""
-    return ExactExecutor(config.executor) if Mode(mode) is Mode.EXACT else FastExecutor(config.executor)
-
-
 def execute_all(tasks: Sequence[TaskSpec], policies: Sequence[Policy], seeds: Sequence[int], executor: Executor,
                 *, progress: bool = False) -> Traces:
     """Every (seed, policy, task) trace, as a grid.
@@ -111,5 +106,6 @@ def run_benchmark(seeds: int | Sequence[int] = 30, *, suite: Suite = Suite.MAIN,
     mode = Mode(mode)
     tasks = generate_tasks(config.generator)
     chosen = tuple(policies) if policies is not None else Suite(suite).policies(config)
-    traces = execute_all(tasks, chosen, tuple(seeds), executor or executor_for(mode, config), progress=progress)
+    executor = executor or (ExactExecutor if mode is Mode.EXACT else FastExecutor)(config.executor)
+    traces = execute_all(tasks, chosen, tuple(seeds), executor, progress=progress)
     return BenchmarkRun(config, mode, tasks, traces, evaluate(traces, config.evaluation))

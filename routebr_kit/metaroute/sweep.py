@@ -19,7 +19,6 @@ The default space (:func:`default_space`) varies fifteen executor and generator 
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import enum
 import itertools
@@ -39,6 +38,7 @@ from ..scale import Cell, run_cells
 from ..store.files import read_json, read_yaml
 from .config import MetaRouteConfig
 from .evaluation import compare
+from .export import write_csv
 from .run import Mode, Suite, run_benchmark
 
 CELL_FUNCTION = "routebr_kit.metaroute.sweep:sweep_cell"
@@ -343,10 +343,10 @@ def run_sweep(plan: SweepDesign, seeds: Sequence[int] | int, out_dir: str | Path
                                   latency))
     out.mkdir(parents=True, exist_ok=True)
     files = {
-        CONFIGURATIONS: _write_csv(out / CONFIGURATIONS, ("config_id", "cell_key", "config_sha256", *plan.space.keys),
+        CONFIGURATIONS: write_csv(out / CONFIGURATIONS, ("config_id", "cell_key", "config_sha256", *plan.space.keys),
                                    config_rows),
-        SUMMARY: _write_csv(out / SUMMARY, SUMMARY_COLUMNS, summary_rows),
-        CONTRASTS: _write_csv(out / CONTRASTS, CONTRAST_COLUMNS, contrast_rows),
+        SUMMARY: write_csv(out / SUMMARY, SUMMARY_COLUMNS, summary_rows),
+        CONTRASTS: write_csv(out / CONTRASTS, CONTRAST_COLUMNS, contrast_rows),
     }
     _write_manifest(out, {**head, "status": "complete",
                           "files": {name: sha256_file(path) for name, path in sorted(files.items())}})
@@ -359,16 +359,6 @@ def _write_manifest(out: Path, manifest: Mapping[str, Any]) -> None:
     tmp = out / f".{MANIFEST}.tmp"
     tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     tmp.replace(out / MANIFEST)
-
-
-def _write_csv(path: Path, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Path:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(columns)
-        writer.writerows(rows)
-    tmp.replace(path)
-    return path
 
 
 def load_sweep(out_dir: str | Path) -> SweepResult:
