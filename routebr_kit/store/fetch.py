@@ -35,7 +35,7 @@ import urllib.error
 import urllib.request
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import IO
@@ -109,7 +109,6 @@ class FetchResult:
     not_installed: int = 0  # archive files the kit does not read
     notices: tuple[str, ...] = ()
     already_present: bool = False
-    problems: tuple[str, ...] = field(default=(), compare=False)
 
 
 def load_shipped_manifest(path: str | Path = MANIFEST_PATH) -> ShippedManifest:

@@ -122,9 +122,12 @@ LEDGER_REQUIRED = ("case_id", "system_id", "pred_action", "pred_object_id", "pre
 def read_predictions(path: str | Path) -> tuple[PredictionRow, ...]:
     """Read a ``predictions.csv`` (published or kit); malformed values raise a located :class:`DataError`."""
     table = read_csv(path, LEDGER_REQUIRED)
-    if table.rows and not _ends_with_newline(path):
-        raise DataError(ErrorCode.ROW_SHAPE, "a complete last row (the file ends mid-row: a truncated ledger)",
-                        file=table.path, line=table.rows[-1][0])
+    if table.rows:
+        with open(path, "rb") as handle:
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":
+                raise DataError(ErrorCode.ROW_SHAPE, "a complete last row (the file ends mid-row: a truncated "
+                                "ledger)", file=table.path, line=table.rows[-1][0])
     return tuple(_parse_row(table.path, line, values) for line, values in table.rows)
 
 
@@ -186,12 +189,6 @@ def sample_predictions(path: str | Path, cap: int) -> tuple[tuple[PredictionRow,
             raise DataError(ErrorCode.ROW_SHAPE, "a well-formed CSV record", file=name, line=records.start,
                             detail=str(exc)) from None
     return tuple(kept), LedgerSample(total, len(kept), every, cap, dict(sorted(paths.items())), valid)
-
-
-def _ends_with_newline(path: str | Path) -> bool:
-    with open(path, "rb") as handle:
-        handle.seek(-1, os.SEEK_END)
-        return handle.read(1) == b"\n"
 
 
 def check_rows_match_manifest(rows: Sequence[PredictionRow], manifest: Mapping[str, Any], file: str) -> None:
@@ -430,11 +427,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
+    fd = os.open(path.parent, os.O_RDONLY)  # the rename itself made durable
     try:
         os.fsync(fd)
     finally:
@@ -456,11 +449,11 @@ def drop_torn_tail(path: str | Path) -> bool:
     return True
 
 
-def source_sha256(directory: str | Path, pattern: str = "*.py") -> str:
-    """SHA-256 over the files of a source directory (relative names and bytes, in name order)."""
+def source_sha256(directory: str | Path) -> str:
+    """SHA-256 over the ``*.py`` files of a source directory (relative names and bytes, in name order)."""
     directory = Path(directory)
     parts = [f"{p.relative_to(directory).as_posix()}\0".encode() + p.read_bytes()
-             for p in sorted(directory.glob(pattern))]
+             for p in sorted(directory.glob("*.py"))]
     return sha256_bytes(b"\0".join(parts))
 
 
