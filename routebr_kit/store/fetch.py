@@ -132,15 +132,14 @@ def load_shipped_manifest(path: str | Path = MANIFEST_PATH) -> ShippedManifest:
     return ShippedManifest(str(raw["repository"]), str(raw["commit"]), MappingProxyType(dict(files)))
 
 
-def build_manifest(root: str | Path, *, repository: str = PUBLISHED_REPOSITORY,
-                   commit: str = PUBLISHED_COMMIT) -> dict[str, object]:
+def build_manifest(root: str | Path) -> dict[str, object]:
     """The manifest for an artifact directory: every file matching :data:`KIT_READS` (sorted, POSIX paths)."""
     root = Path(root)
     files = sorted({p.relative_to(root).as_posix() for pattern in KIT_READS for p in root.glob(pattern)
                     if p.is_file()})
     if not files:
         raise DataError(ErrorCode.EMPTY_VALUE, "an artifact directory with the files the kit reads", file=str(root))
-    return {"repository": repository, "commit": commit,
+    return {"repository": PUBLISHED_REPOSITORY, "commit": PUBLISHED_COMMIT,
             "about": "SHA-256 of every file routebr-kit reads from the published repository (hashes only); "
                      "written by routebr_kit.store.fetch.build_manifest",
             "files": {rel: sha256_file(root / rel) for rel in files}}
@@ -176,10 +175,8 @@ def check_dest(dest: Path) -> None:
                         "./artifacts/routebr)", file=str(dest), field="--dest")
 
 
-def manual_instructions(dest: str | Path | None = None, manifest: ShippedManifest | None = None) -> str:
+def manual_instructions(dest: str | Path, manifest: ShippedManifest) -> str:
     """How to place a copy by hand (printed when the download is impossible)."""
-    manifest = manifest or load_shipped_manifest()
-    dest = dest if dest is not None else default_dest()
     page = f"https://github.com/{manifest.repository}/archive/{manifest.commit}.tar.gz"
     return "\n".join([
         "To place a copy by hand:",

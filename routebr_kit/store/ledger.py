@@ -300,8 +300,7 @@ def check_path(file: str, line: int, boundary: str, final_path: str, action: str
             raise err(f"pred_boundary {terminal} (the boundary of {final_path})", "pred_boundary", boundary)
     else:
         if final_path in _TERMINALS or final_path == Terminal.DISPATCH.value or final_path == "NONE":
-            raise DataError(ErrorCode.UNKNOWN_ENUM, "a dispatched action ID or T_<TERMINAL>", file=file, line=line,
-                            field="pred_final_path", got=final_path)
+            raise err("a dispatched action ID or T_<TERMINAL>", "pred_final_path", final_path)
         if boundary != Boundary.ALLOW.value:
             raise err(f"pred_boundary ALLOW (the boundary of a dispatch to {final_path})", "pred_boundary", boundary)
         if action != final_path:
