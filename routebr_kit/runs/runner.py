@@ -365,9 +365,8 @@ async def _run(cases: Sequence[Case], one: Callable[[Case], Awaitable[tuple[dict
 
 
 def _first(group: BaseExceptionGroup) -> BaseException:
-    for exc in group.exceptions:
-        return _first(exc) if isinstance(exc, BaseExceptionGroup) else exc
-    return group  # pragma: no cover - an empty group cannot be raised
+    exc = group.exceptions[0]  # a raised group is never empty
+    return _first(exc) if isinstance(exc, BaseExceptionGroup) else exc
 
 
 def _engine(system: System, assets: Assets, fallback: Terminal, protocol: Protocol = Protocol.KIT) -> Any:

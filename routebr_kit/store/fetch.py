@@ -334,7 +334,7 @@ def extract_verified(archive: Path, staged: Path, manifest: ShippedManifest) -> 
                 handle = tar.extractfile(member)
                 if handle is None:  # pragma: no cover - isfile() members always have data
                     raise _unsafe(archive, f"readable data for {rel}", rel)
-                digest = _write_member(handle, staged / rel, member.size)
+                digest = _write_member(handle, staged / rel)
                 if rel in NOTICE_FILES:
                     notices.append(rel)
                 elif digest != wanted[rel]:
@@ -350,15 +350,11 @@ def extract_verified(archive: Path, staged: Path, manifest: ShippedManifest) -> 
     return not_installed, tuple(sorted(notices))
 
 
-def _write_member(handle: IO[bytes], path: Path, size: int) -> str:
+def _write_member(handle: IO[bytes], path: Path) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
-    written = 0
     with open(path, "xb") as out:  # "x": never through an existing name (a link planted by an earlier member)
-        while chunk := handle.read(_CHUNK):
-            written += len(chunk)
-            if written > size:  # pragma: no cover - tarfile stops at the member size
-                raise OSError(f"{path.name}: more data than declared")
+        while chunk := handle.read(_CHUNK):  # tarfile stops at the member's declared (and checked) size
             digest.update(chunk)
             out.write(chunk)
     os.chmod(path, 0o644)

@@ -250,10 +250,7 @@ def _parse_row(file: str, line: int, values: Any) -> PredictionRow:
         value = text(name, required=False)
         if not value:
             return None
-        try:
-            parsed = float(value) if _NUMBER.fullmatch(value) else math.nan
-        except ValueError:  # pragma: no cover - the pattern admits only what float() reads
-            parsed = math.nan
+        parsed = float(value) if _NUMBER.fullmatch(value) else math.nan  # the pattern admits only what float() reads
         if not math.isfinite(parsed) or parsed < 0:
             raise err(ErrorCode.WRONG_TYPE, expected, name, value)
         return parsed
