@@ -86,10 +86,8 @@ def gold_leaks(case: Case, stage: str, body: Any) -> list[Leak]:
 
 def receipt_leaks(case: Case, receipt: Mapping[str, Any]) -> list[Leak]:
     """Every leak in the request bodies one receipt recorded (``calls[].request_body``)."""
-    out: list[Leak] = []
-    for call in receipt.get("calls", []):
-        out += gold_leaks(case, str(call.get("stage", "")), call.get("request_body"))
-    return out
+    return [leak for call in receipt.get("calls", [])
+            for leak in gold_leaks(case, str(call.get("stage", "")), call.get("request_body"))]
 
 
 def leak_summary(pairs: Iterable[tuple[Case, Mapping[str, Any]]]) -> dict[str, Any]:
