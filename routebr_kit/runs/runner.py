@@ -82,7 +82,6 @@ class RateLimiter:
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
         if not rpm or rpm <= 0:
             raise DataError(ErrorCode.INVALID_VALUE, "a positive requests-per-minute limit", got=rpm, field="rpm")
-        self.rpm = rpm
         self.interval = 60.0 / rpm
         self._clock, self._sleep = clock, sleep
         self._next = float("-inf")
