@@ -138,33 +138,25 @@ def _csv_error(exc: csv.Error, text: str, file: str, line: int, header: Sequence
 
 def _oversized_field(text: str, line: int) -> int | None:
     """The 0-based index of the first field longer than :data:`MAX_FIELD` in the record starting on ``line``."""
-    lines = text.splitlines(keepends=True)
-    chunk = "".join(lines[line - 1:])
-    index, size, quoted, i = 0, 0, False, 0
+    chunk = "".join(text.splitlines(keepends=True)[line - 1:])
+    index = size = i = 0
+    quoted = False
     while i < len(chunk):
         ch = chunk[i]
-        if quoted:
-            if ch == '"':
-                if chunk[i + 1:i + 2] == '"':
-                    i += 1
-                else:
-                    quoted = False
-                    i += 1
-                    continue
+        i += 1
+        if ch == '"' and quoted and chunk[i:i + 1] == '"':  # an escaped quote: one character of the field
+            i += 1
         elif ch == '"':
-            quoted = True
-            i += 1
+            quoted = not quoted
             continue
-        elif ch == ",":
+        elif not quoted and ch == ",":
             index, size = index + 1, 0
-            i += 1
             continue
-        elif ch in "\r\n":
+        elif not quoted and ch in "\r\n":
             return None
         size += 1
         if size > MAX_FIELD:
             return index
-        i += 1
     return None
 
 
