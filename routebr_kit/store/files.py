@@ -30,6 +30,7 @@ line of a JSON-lines file, a ``--set KEY=VALUE`` value): :func:`parse_json` and 
 from __future__ import annotations
 
 import codecs
+import functools
 import json
 import math
 import os
@@ -362,14 +363,9 @@ class _Refused(Exception):
         self.line = mark.line + 1 if mark is not None else None
 
 
-_LOADER: type | None = None
-
-
+@functools.cache
 def _strict_loader() -> type:
     """A safe loader (libyaml's when present) that refuses repeated keys and counts alias uses."""
-    global _LOADER
-    if _LOADER is not None:
-        return _LOADER
     import yaml
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -407,7 +403,6 @@ def _strict_loader() -> type:
                 mapping[key] = self.construct_object(value_node, deep=deep)
             return mapping
 
-    _LOADER = StrictLoader
     return StrictLoader
 
 
