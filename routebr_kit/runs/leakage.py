@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..store.cases import Case
@@ -37,9 +37,6 @@ class Leak:
     where: str
     found: str
 
-    def as_dict(self) -> dict[str, str]:
-        return {"case_id": self.case_id, "stage": self.stage, "where": self.where, "found": self.found}
-
 
 def gold_only_values(case: Case) -> frozenset[str]:
     """The values of ``case`` that exist only in its reference labels."""
@@ -49,11 +46,6 @@ def gold_only_values(case: Case) -> frozenset[str]:
     if case.gold.final_path.startswith("T_"):
         values.add(case.gold.final_path)
     return frozenset(v for v in values if v)
-
-
-def _is_reference_key(key: str) -> bool:
-    lowered = key.lower()
-    return lowered.startswith("gold") or any(part in lowered for part in REFERENCE_KEY_PARTS)
 
 
 def _walk(value: Any, where: str, depth: int = 0) -> Iterator[tuple[str, str, str]]:
@@ -83,8 +75,10 @@ def gold_leaks(case: Case, stage: str, body: Any) -> list[Leak]:
     gold = gold_only_values(case)
     found = []
     for kind, where, text in _walk(body, "body"):
-        if kind == "key" and _is_reference_key(text):
-            found.append(Leak(case.case_id, stage, where, f"key {text!r}"))
+        if kind == "key":
+            lowered = text.lower()
+            if lowered.startswith("gold") or any(part in lowered for part in REFERENCE_KEY_PARTS):
+                found.append(Leak(case.case_id, stage, where, f"key {text!r}"))
         elif kind == "value" and text in gold:
             found.append(Leak(case.case_id, stage, where, f"gold-only value {text!r}"))
     return found
@@ -92,10 +86,8 @@ def gold_leaks(case: Case, stage: str, body: Any) -> list[Leak]:
 
 def receipt_leaks(case: Case, receipt: Mapping[str, Any]) -> list[Leak]:
     """Every leak in the request bodies one receipt recorded (``calls[].request_body``)."""
-    out: list[Leak] = []
-    for call in receipt.get("calls", []):
-        out += gold_leaks(case, str(call.get("stage", "")), call.get("request_body"))
-    return out
+    return [leak for call in receipt.get("calls", [])
+            for leak in gold_leaks(case, str(call.get("stage", "")), call.get("request_body"))]
 
 
 def leak_summary(pairs: Iterable[tuple[Case, Mapping[str, Any]]]) -> dict[str, Any]:
@@ -106,7 +98,7 @@ def leak_summary(pairs: Iterable[tuple[Case, Mapping[str, Any]]]) -> dict[str, A
         bodies += len(receipt.get("calls", []))
         leaks += receipt_leaks(case, receipt)
     return {"passed_to_model": bool(leaks), "request_bodies_checked": bodies, "leaks": len(leaks),
-            "examples": [leak.as_dict() for leak in leaks[:20]], "method": "routebr_kit.runs.leakage"}
+            "examples": [asdict(leak) for leak in leaks[:20]], "method": "routebr_kit.runs.leakage"}
 
 
 __all__ = ["Leak", "gold_leaks", "gold_only_values", "leak_summary", "receipt_leaks"]

@@ -82,7 +82,6 @@ class RateLimiter:
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
         if not rpm or rpm <= 0:
             raise DataError(ErrorCode.INVALID_VALUE, "a positive requests-per-minute limit", got=rpm, field="rpm")
-        self.rpm = rpm
         self.interval = 60.0 / rpm
         self._clock, self._sleep = clock, sleep
         self._next = float("-inf")
@@ -273,8 +272,7 @@ async def aderive_interventions(source_dir: str | Path, cases: Sequence[Case] | 
                          described, _options(controller), None)
     manifest["execution"] = {"concurrency": 1, "rpm": None, "live_calls": 0}
 
-    receipts = {case_id: source.receipt_path(case_id) for case_id in source_rows}
-    receipts = {case_id: path for case_id, path in receipts.items() if path.exists()}
+    receipts = {case_id: path for case_id in source_rows if (path := source.receipt_path(case_id)).exists()}
     replayed = replay_rows(controller, tuple(source_rows.values()), by_id, receipts=receipts.values(),
                            system_id=system.value, name=described["name"])
     derived = {row.case_id: (row, decision) for row, decision in zip(replayed.rows, replayed.decisions)}
@@ -366,9 +364,8 @@ async def _run(cases: Sequence[Case], one: Callable[[Case], Awaitable[tuple[dict
 
 
 def _first(group: BaseExceptionGroup) -> BaseException:
-    for exc in group.exceptions:
-        return _first(exc) if isinstance(exc, BaseExceptionGroup) else exc
-    return group  # pragma: no cover - an empty group cannot be raised
+    exc = group.exceptions[0]  # a raised group is never empty
+    return _first(exc) if isinstance(exc, BaseExceptionGroup) else exc
 
 
 def _engine(system: System, assets: Assets, fallback: Terminal, protocol: Protocol = Protocol.KIT) -> Any:
@@ -395,7 +392,6 @@ def describe_backend(backend: Backend) -> dict[str, Any]:
 
 def _manifest(system: System, repeat_id: str, cases: Sequence[Case], assets: Assets, backend: Mapping[str, Any],
               options: Mapping[str, Any], cases_path: str | Path | None) -> dict[str, Any]:
-
     hashes = {
         "cases": sha256_json([_case_view(c) for c in cases]),
         "cases_file": sha256_file(cases_path) if cases_path is not None else None,

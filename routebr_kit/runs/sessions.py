@@ -142,32 +142,26 @@ def replay_session(controller: Controller, recorded: Sequence[RecordedRequest]) 
     return out
 
 
-def run_session(controller: Controller, session_id: str, steps: Sequence[SessionStep], backend: Any
-                ) -> tuple[tuple[RecordedRequest, ...], list[Any]]:
-    """One session through ``controller`` with a live (or simulated, or learned) ``backend``, closed loop; the
-    recorded requests and the decisions."""
-    history: list[Event] = []
-    recorded, decisions = [], []
-    for i, step in enumerate(steps):
-        request = step.request(history, session_id)
-        recorder = CaseRecorder(backend)
-        d = run_sync(router_for(controller, step).aroute(request, recorder))
-        outputs = {x.call.stage: x.reply.content for x in recorder.exchanges}
-        first = next((c for s, c in outputs.items() if not s.is_repair), None)
-        repair = next((c for s, c in outputs.items() if s.is_repair), NO_REPAIR)
-        recorded.append(RecordedRequest(session_id, i, step, first, repair, MappingProxyType(decision_summary(d))))
-        decisions.append(d)
-        history.extend(step_events(d, step))
-    return tuple(recorded), decisions
-
-
 def run_sessions(controller: Controller, sessions: Iterable[tuple[str, Sequence[SessionStep]]], backend: Any
                  ) -> tuple[SessionLedger, dict[str, list[Any]]]:
-    """Every session (``(session_id, steps)``) run closed loop; the ledger and the decisions per session."""
+    """Every session (``(session_id, steps)``) through ``controller`` with a live (or simulated, or learned)
+    ``backend``, closed loop; the ledger and the decisions per session."""
     ledger: dict[str, tuple[RecordedRequest, ...]] = {}
     decisions: dict[str, list[Any]] = {}
     for session_id, steps in sessions:
-        ledger[session_id], decisions[session_id] = run_session(controller, session_id, steps, backend)
+        history: list[Event] = []
+        recorded: list[RecordedRequest] = []
+        decisions[session_id] = decided = []
+        for i, step in enumerate(steps):
+            recorder = CaseRecorder(backend)
+            d = run_sync(router_for(controller, step).aroute(step.request(history, session_id), recorder))
+            outputs = {x.call.stage: x.reply.content for x in recorder.exchanges}
+            first = next((c for s, c in outputs.items() if not s.is_repair), None)
+            repair = next((c for s, c in outputs.items() if s.is_repair), NO_REPAIR)
+            recorded.append(RecordedRequest(session_id, i, step, first, repair, MappingProxyType(decision_summary(d))))
+            decided.append(d)
+            history.extend(step_events(d, step))
+        ledger[session_id] = tuple(recorded)
     return SessionLedger(MappingProxyType(ledger)), decisions
 
 
@@ -205,4 +199,4 @@ class ItemwiseProposer:
 
 
 __all__ = ["CLAUSE_BREAK", "ItemwiseProposer", "RecordedRequest", "SessionLedger", "decision_summary", "router_for",
-           "replay_session", "run_session", "run_sessions", "step_events"]
+           "replay_session", "run_sessions", "step_events"]

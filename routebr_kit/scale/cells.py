@@ -16,7 +16,7 @@ import importlib
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,21 +63,17 @@ class Cell:
         return sha256_bytes(self.spec_json.encode("utf-8"))
 
 
-def resolve(function: str) -> Callable[[dict[str, Any]], Any]:
-    module, _, name = function.partition(":")
-    try:
-        target = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        raise DataError(ErrorCode.UNKNOWN_REFERENCE, "an importable cell function", field="function",
-                        got=function, detail=str(exc)) from None
-    if not callable(target):
-        raise DataError(ErrorCode.WRONG_TYPE, "a callable cell function", field="function", got=function)
-    return target
-
-
 def compute(cell: Cell) -> str:
     """Run a cell (on any worker): the canonical JSON text of its result."""
-    result = resolve(cell.function)(cell.payload)
+    module, _, name = cell.function.partition(":")
+    try:
+        function = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise DataError(ErrorCode.UNKNOWN_REFERENCE, "an importable cell function", field="function",
+                        got=cell.function, detail=str(exc)) from None
+    if not callable(function):
+        raise DataError(ErrorCode.WRONG_TYPE, "a callable cell function", field="function", got=cell.function)
+    result = function(cell.payload)
     try:
         return canonical_json(result)
     except (TypeError, ValueError) as exc:

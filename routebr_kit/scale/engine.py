@@ -74,11 +74,7 @@ def run_cells(cells: Sequence[Cell] | Iterable[Cell], out_dir: str | Path, *,
     unique = unique_cells(cells)
     store = CellStore(Path(out_dir) / CELLS_DIR)
     store.clean_partial()
-    results: dict[str, Any] = {}
-    for cell in unique:
-        stored = store.load(cell)
-        if stored is not None:
-            results[cell.key] = stored
+    results = {cell.key: stored for cell in unique if (stored := store.load(cell)) is not None}
     reused = tuple(sorted(results))
     todo = [c for c in unique if c.key not in results]
     if max_in_flight is not None and (isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int)

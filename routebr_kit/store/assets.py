@@ -58,7 +58,6 @@ def read_csv(path: str | Path, required: Sequence[str], *, multiline: Sequence[s
     data = read_bytes(path, "an existing CSV file", max_bytes=MAX_CSV_BYTES)
     text = decode_text(data, file=name, expected="UTF-8 text", bom=True)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    header_cells: list[str] = []
     try:
         header_cells = next(reader)
     except StopIteration:
@@ -67,10 +66,8 @@ def read_csv(path: str | Path, required: Sequence[str], *, multiline: Sequence[s
         raise _csv_error(exc, text, name, 1, ()) from None
     header = checked_header(header_cells, required, name)
     records = CsvRecords(reader, header, name, single_line=[i for i, h in enumerate(header) if h not in multiline])
-    rows = []
     try:
-        for line, record in records:
-            rows.append((line, MappingProxyType(dict(zip(header, record)))))
+        rows = [(line, MappingProxyType(dict(zip(header, record)))) for line, record in records]
     except csv.Error as exc:
         raise _csv_error(exc, text, name, records.start, header) from None
     return CsvTable(name, tuple(header), tuple(rows), sha256_bytes(data))
@@ -141,33 +138,25 @@ def _csv_error(exc: csv.Error, text: str, file: str, line: int, header: Sequence
 
 def _oversized_field(text: str, line: int) -> int | None:
     """The 0-based index of the first field longer than :data:`MAX_FIELD` in the record starting on ``line``."""
-    lines = text.splitlines(keepends=True)
-    chunk = "".join(lines[line - 1:])
-    index, size, quoted, i = 0, 0, False, 0
+    chunk = "".join(text.splitlines(keepends=True)[line - 1:])
+    index = size = i = 0
+    quoted = False
     while i < len(chunk):
         ch = chunk[i]
-        if quoted:
-            if ch == '"':
-                if chunk[i + 1:i + 2] == '"':
-                    i += 1
-                else:
-                    quoted = False
-                    i += 1
-                    continue
+        i += 1
+        if ch == '"' and quoted and chunk[i:i + 1] == '"':  # an escaped quote: one character of the field
+            i += 1
         elif ch == '"':
-            quoted = True
-            i += 1
+            quoted = not quoted
             continue
-        elif ch == ",":
+        elif not quoted and ch == ",":
             index, size = index + 1, 0
-            i += 1
             continue
-        elif ch in "\r\n":
+        elif not quoted and ch in "\r\n":
             return None
         size += 1
         if size > MAX_FIELD:
             return index
-        i += 1
     return None
 
 
@@ -282,12 +271,10 @@ def load_rules(path: str | Path, catalog: Catalog, state_schema: StateSchema | N
     runtime-state schema (derived from the rules, with ``state_schema``'s fields overriding)."""
     table = read_csv(path, RULE_COLUMNS)
     rules: list[Rule] = []
-    seen: dict[str, int] = {}
-    lines: dict[str, int] = {}
+    seen: dict[str, int] = {}  # rule ID -> its line
     for row in _rows(table):
         rule_id = row.text("rule_id")
         _unique(row, "rule_id", rule_id, seen)
-        lines[rule_id] = row.line
         priority = row.integer("priority")
         applies_to = row.tokens("applies_to")
         condition = row.json("condition_json", dict)
@@ -302,7 +289,7 @@ def load_rules(path: str | Path, catalog: Catalog, state_schema: StateSchema | N
         return PolicyEngine(rules, catalog.ids, sha256=table.sha256, state_schema=state_schema)
     except DataError as exc:
         culprit = exc.detail.removeprefix("rule ") if exc.detail and exc.detail.startswith("rule ") else None
-        raise exc.at(file=table.path, line=lines.get(culprit or "")) from None
+        raise exc.at(file=table.path, line=seen.get(culprit or "")) from None
 
 
 def load_registry(path: str | Path) -> Registry:
@@ -314,10 +301,7 @@ def load_registry(path: str | Path) -> Registry:
     """
     table = read_csv(path, ("object_id",))
     kit = "display_name" in table.header
-    for column in KIT_REGISTRY_COLUMNS if kit else PUBLISHED_REGISTRY_COLUMNS:
-        if column not in table.header:
-            raise DataError(ErrorCode.MISSING_COLUMN, f"a column named {column!r}", file=table.path, line=1,
-                            field=column, got=list(table.header))
+    checked_header(table.header, KIT_REGISTRY_COLUMNS if kit else PUBLISHED_REGISTRY_COLUMNS, table.path)
     entities, seen = [], {}
     for row in _rows(table):
         object_id = row.text("object_id")

@@ -24,7 +24,9 @@ CASE_COLUMNS = ("case_id", "split", "pair_id", "scenario_cell", "utterance", "hi
 CASE_REQUIRED_VALUES = ("case_id", "split", "scenario_cell", "utterance", "runtime_context_json",
                         "candidate_entities_json", "gold_cues_json", "gold_action", "gold_object_difficulty",
                         "gold_boundary", "gold_final_path", "gold_rule_ids_json")
-
+#: A case ID names its receipt file ``raw/<case_id>.json``: a portable file name on every platform (letters,
+#: digits, ``_ . -``, at most 128 characters, starting with a letter or digit, not ending with a dot), never a path.
+CASE_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 
 class Language(str, enum.Enum):
@@ -101,26 +103,13 @@ def load_cases(path: str | Path) -> tuple[Case, ...]:
         for name in CASE_REQUIRED_VALUES:
             row.text(name)
         case_id = row.text("case_id")
-        check_case_id(case_id, row)
+        if not CASE_ID_PATTERN.fullmatch(case_id) or case_id.endswith("."):
+            raise row.error(ErrorCode.INVALID_VALUE, "a case ID usable as a file name (letters, digits, '_', '.', "
+                            "'-'; at most 128; no path)", "case_id", case_id)
         _unique(row, "case_id", case_id, seen)
         _unique(row, "case_id", case_id.casefold(), folded)  # raw/<case_id>.json must not collide on any disk
         cases.append(_case(row, case_id))
     return tuple(cases)
-
-
-#: A case ID names its receipt file ``raw/<case_id>.json``: a portable file name, never a path.
-CASE_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
-
-
-def check_case_id(case_id: str, row: _Row | None = None) -> str:
-    """``case_id`` if it can be a file name on every platform (letters, digits, ``_ . -``, at most 128
-    characters, starting with a letter or digit); else a located DataError."""
-    if not CASE_ID_PATTERN.fullmatch(case_id) or case_id.endswith("."):
-        expected = "a case ID usable as a file name (letters, digits, '_', '.', '-'; at most 128; no path)"
-        if row is None:
-            raise DataError(ErrorCode.INVALID_VALUE, expected, field="case_id", got=case_id)
-        raise row.error(ErrorCode.INVALID_VALUE, expected, "case_id", case_id)
-    return case_id
 
 
 def _case(row: _Row, case_id: str) -> Case:

@@ -35,7 +35,7 @@ import urllib.error
 import urllib.request
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import IO
@@ -109,7 +109,6 @@ class FetchResult:
     not_installed: int = 0  # archive files the kit does not read
     notices: tuple[str, ...] = ()
     already_present: bool = False
-    problems: tuple[str, ...] = field(default=(), compare=False)
 
 
 def load_shipped_manifest(path: str | Path = MANIFEST_PATH) -> ShippedManifest:
@@ -133,15 +132,14 @@ def load_shipped_manifest(path: str | Path = MANIFEST_PATH) -> ShippedManifest:
     return ShippedManifest(str(raw["repository"]), str(raw["commit"]), MappingProxyType(dict(files)))
 
 
-def build_manifest(root: str | Path, *, repository: str = PUBLISHED_REPOSITORY,
-                   commit: str = PUBLISHED_COMMIT) -> dict[str, object]:
+def build_manifest(root: str | Path) -> dict[str, object]:
     """The manifest for an artifact directory: every file matching :data:`KIT_READS` (sorted, POSIX paths)."""
     root = Path(root)
     files = sorted({p.relative_to(root).as_posix() for pattern in KIT_READS for p in root.glob(pattern)
                     if p.is_file()})
     if not files:
         raise DataError(ErrorCode.EMPTY_VALUE, "an artifact directory with the files the kit reads", file=str(root))
-    return {"repository": repository, "commit": commit,
+    return {"repository": PUBLISHED_REPOSITORY, "commit": PUBLISHED_COMMIT,
             "about": "SHA-256 of every file routebr-kit reads from the published repository (hashes only); "
                      "written by routebr_kit.store.fetch.build_manifest",
             "files": {rel: sha256_file(root / rel) for rel in files}}
@@ -177,10 +175,8 @@ def check_dest(dest: Path) -> None:
                         "./artifacts/routebr)", file=str(dest), field="--dest")
 
 
-def manual_instructions(dest: str | Path | None = None, manifest: ShippedManifest | None = None) -> str:
+def manual_instructions(dest: str | Path, manifest: ShippedManifest) -> str:
     """How to place a copy by hand (printed when the download is impossible)."""
-    manifest = manifest or load_shipped_manifest()
-    dest = dest if dest is not None else default_dest()
     page = f"https://github.com/{manifest.repository}/archive/{manifest.commit}.tar.gz"
     return "\n".join([
         "To place a copy by hand:",
@@ -338,7 +334,7 @@ def extract_verified(archive: Path, staged: Path, manifest: ShippedManifest) -> 
                 handle = tar.extractfile(member)
                 if handle is None:  # pragma: no cover - isfile() members always have data
                     raise _unsafe(archive, f"readable data for {rel}", rel)
-                digest = _write_member(handle, staged / rel, member.size)
+                digest = _write_member(handle, staged / rel)
                 if rel in NOTICE_FILES:
                     notices.append(rel)
                 elif digest != wanted[rel]:
@@ -354,15 +350,11 @@ def extract_verified(archive: Path, staged: Path, manifest: ShippedManifest) -> 
     return not_installed, tuple(sorted(notices))
 
 
-def _write_member(handle: IO[bytes], path: Path, size: int) -> str:
+def _write_member(handle: IO[bytes], path: Path) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
-    written = 0
     with open(path, "xb") as out:  # "x": never through an existing name (a link planted by an earlier member)
-        while chunk := handle.read(_CHUNK):
-            written += len(chunk)
-            if written > size:  # pragma: no cover - tarfile stops at the member size
-                raise OSError(f"{path.name}: more data than declared")
+        while chunk := handle.read(_CHUNK):  # tarfile stops at the member's declared (and checked) size
             digest.update(chunk)
             out.write(chunk)
     os.chmod(path, 0o644)

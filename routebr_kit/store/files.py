@@ -15,7 +15,7 @@ field (a dotted path such as ``stages.ROUTEBR`` or ``gate[2]``) and an :class:`~
   ledgers, run manifests, cache entries), where it is the writer's escape of what a server sent.
 * **JSON by the core's rules** (:mod:`routebr_kit.core.strict_json`, the same rules a model reply meets): a key
   repeated in one object is ``DUPLICATE_ID``; ``NaN``, ``Infinity`` and numbers overflowing to infinity are
-  ``INVALID_JSON``; nesting deeper than ``max_depth`` (:data:`MAX_DEPTH`) is ``LIMIT_EXCEEDED``, never a
+  ``INVALID_JSON``; nesting deeper than :data:`MAX_DEPTH` is ``LIMIT_EXCEEDED``, never a
   ``RecursionError``.
 * **YAML by a safe loader held to the same rules**: duplicate keys (``DUPLICATE_ID``), ``.nan``/``.inf``
   (``INVALID_VALUE``), nesting (``LIMIT_EXCEEDED``), and bounded expansion: more than :data:`MAX_YAML_ALIASES`
@@ -30,6 +30,7 @@ line of a JSON-lines file, a ``--set KEY=VALUE`` value): :func:`parse_json` and 
 from __future__ import annotations
 
 import codecs
+import functools
 import json
 import math
 import os
@@ -79,14 +80,12 @@ def read_bytes(path: str | Path, expected: str = "a file", *, max_bytes: int = M
     return data
 
 
-def read_body(response: Any, *, deadline: float, max_bytes: int, what: str, chunk: int = 1 << 16,
-              sink: Any = None) -> bytes:
+def read_body(response: Any, *, deadline: float, max_bytes: int, what: str) -> bytes:
     """A network body read under a **total** deadline (``time.monotonic()`` value) and a size bound.
 
     ``read1`` returns as soon as any bytes arrive, so a server that drips one byte a second, or sends forever,
     is cut off at ``deadline`` (plus at most one socket timeout) or at ``max_bytes``, whichever comes first — a
-    per-read socket timeout alone never ends an endless body.  With ``sink`` (a binary file) the chunks are
-    written there and ``b""`` is returned.  Past the deadline: ``LIMIT_EXCEEDED``; past the size: the same.
+    per-read socket timeout alone never ends an endless body.  Past the deadline or the size: ``LIMIT_EXCEEDED``.
     """
     parts: list[bytes] = []
     total = 0
@@ -95,16 +94,13 @@ def read_body(response: Any, *, deadline: float, max_bytes: int, what: str, chun
         if time.monotonic() > deadline:
             raise DataError(ErrorCode.LIMIT_EXCEEDED, f"{what} read completely within its deadline",
                             got=f"{total:,} bytes when the deadline passed")
-        data = reader(chunk)
+        data = reader(1 << 16)
         if not data:
             break
         total += len(data)
         if total > max_bytes:
             raise _too_large(what, what, max_bytes, total)
-        if sink is not None:
-            sink.write(data)
-        else:
-            parts.append(data)
+        parts.append(data)
     return b"".join(parts)
 
 
@@ -137,41 +133,39 @@ def read_text(path: str | Path, expected: str = "a text file", *, bom: bool = Fa
 
 
 def read_json(path: str | Path, expected: str = "a JSON object", *, kind: type | None = dict,
-              max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_DEPTH, record: bool = False) -> Any:
+              record: bool = False) -> Any:
     """One JSON document of type ``kind`` (``dict``, ``list`` or ``None`` for any value).
 
     ``record=True`` for the kit's own records of model replies (receipts, ledgers, run manifests, cache entries):
     there a lone surrogate is the escape the writer made of what a server sent (:mod:`routebr_kit.store.redact`),
     and reads back as written; every other rule holds."""
-    text = read_text(path, expected, max_bytes=max_bytes)
+    text = read_text(path, expected)
     if not text.strip():
         raise DataError(ErrorCode.EMPTY_FILE, expected, file=str(path), line=1)
-    return parse_json(text, expected, kind=kind, file=str(path), max_depth=max_depth, record=record)
+    return parse_json(text, expected, kind=kind, file=str(path), record=record)
 
 
-def read_json_lines(path: str | Path, expected: str = "one JSON object per line", *, kind: type | None = dict,
-                    max_bytes: int = MAX_JSON_BYTES, record: bool = False) -> Iterator[tuple[int, Any]]:
-    """``(line, value)`` for every non-blank line of a JSON-lines file."""
-    text = read_text(path, expected, max_bytes=max_bytes)
-    for number, line in enumerate(text.split("\n"), start=1):
+def read_json_lines(path: str | Path, expected: str = "one JSON object per line", *,
+                    record: bool = False) -> Iterator[tuple[int, Any]]:
+    """``(line, object)`` for every non-blank line of a JSON-lines file."""
+    for number, line in enumerate(read_text(path, expected).split("\n"), start=1):
         if line.strip():
-            yield number, parse_json(line, expected, kind=kind, file=str(path), line=number, record=record)
+            yield number, parse_json(line, expected, kind=dict, file=str(path), line=number, record=record)
 
 
 def parse_json(text: str, expected: str = "strict JSON", *, kind: type | None = None, file: str | None = None,
-               line: int | None = None, field: str | None = None, max_depth: int = MAX_DEPTH,
-               record: bool = False) -> Any:
+               line: int | None = None, field: str | None = None, record: bool = False) -> Any:
     """Parse JSON text by the file rules.  ``file``/``line``/``field`` locate text held in a larger record (a CSV
     cell, a line); without ``line`` the error's line is found in ``text`` itself.  ``record``: see
     :func:`read_json`."""
     try:
-        value = strict_loads(text, max_depth=max_depth)
+        value = strict_loads(text, max_depth=MAX_DEPTH)
     except StrictJsonError as exc:
-        raise _json_error(exc, text, expected, file, line, field, max_depth) from None
+        raise _json_error(exc, text, expected, file, line, field) from None
     if not record and _SURROGATE_ESCAPE.search(text):  # a pair decodes to one code point: only a lone half remains
-        found = _first_problem(value, max_depth, None, json_only=True)
+        found = _first_problem(value, yaml=False)
         if found is not None:
-            where, path = _scan_json(text, max_depth, _SURROGATE)
+            where, path = _scan_json(text, _SURROGATE)
             raise _located(DataError(ErrorCode.INVALID_ENCODING, f"{expected} without lone surrogates (a "
                                      "\\ud800-\\udfff escape must be one half of a pair)", got=found[2]),
                            file, line, field, where, path or found[1])
@@ -180,12 +174,12 @@ def parse_json(text: str, expected: str = "strict JSON", *, kind: type | None = 
 
 
 def _json_error(exc: StrictJsonError, text: str, expected: str, file: str | None, line: int | None,
-                field: str | None, max_depth: int) -> DataError:
+                field: str | None) -> DataError:
     if exc.issue is JsonIssue.SYNTAX:
         match = _LINE_IN_DETAIL.search(exc.detail)
         error = DataError(ErrorCode.INVALID_JSON, f"{expected} in strict JSON", detail=exc.detail)
         return _located(error, file, line, field, int(match.group(1)) if match else None, None)
-    where, path = _scan_json(text, max_depth, exc.issue.value)
+    where, path = _scan_json(text, exc.issue.value)
     if exc.issue is JsonIssue.DUPLICATE_KEY:
         error = DataError(ErrorCode.DUPLICATE_ID, "unique keys in every JSON object", got=exc.key,
                           detail=f"{exc.detail}; a repeated key never silently overrides the first")
@@ -193,7 +187,7 @@ def _json_error(exc: StrictJsonError, text: str, expected: str, file: str | None
         error = DataError(ErrorCode.INVALID_JSON, f"{expected} in strict JSON (finite numbers only)",
                           detail=exc.detail)
     else:
-        error = DataError(ErrorCode.LIMIT_EXCEEDED, f"{expected} nested at most {max_depth} deep",
+        error = DataError(ErrorCode.LIMIT_EXCEEDED, f"{expected} nested at most {MAX_DEPTH} deep",
                           detail=exc.detail)
     return _located(error, file, line, field, where, path)
 
@@ -232,14 +226,10 @@ class _Frame:
 
 
 def _path(stack: list[_Frame], last: Any = None) -> str:
+    """``a.b[2].c`` (``last`` in place of the innermost step); deeper than 8 steps, the first 6 and the depth."""
     parts = [f.key if f.obj else f.index for f in stack]
     if last is not None:
         parts[-1] = last
-    return _join_path(parts)
-
-
-def _join_path(parts: list[Any]) -> str:
-    """``a.b[2].c``; a path deeper than 8 steps shows its first 6 and its depth."""
     shown = parts if len(parts) <= 8 else parts[:6]
     out = ""
     for part in shown:
@@ -250,7 +240,7 @@ def _join_path(parts: list[Any]) -> str:
 _SURROGATE = "SURROGATE"
 
 
-def _scan_json(text: str, max_depth: int, issue: str) -> tuple[int | None, str | None]:
+def _scan_json(text: str, issue: str) -> tuple[int | None, str | None]:
     """Where in ``text`` the first instance of ``issue`` (a :class:`JsonIssue` value, or ``_SURROGATE`` for a lone
     surrogate) sits: ``(line, field path)``.  Only called once a rule has failed: the verdict is the parser's,
     this scan only finds the place (a token scan, iterative, no value built)."""
@@ -266,7 +256,7 @@ def _scan_json(text: str, max_depth: int, issue: str) -> tuple[int | None, str |
         if kind == "punct":
             if token in "{[":
                 stack.append(_Frame(token == "{"))
-                if issue == JsonIssue.TOO_DEEP.value and len(stack) > max_depth:
+                if issue == JsonIssue.TOO_DEEP.value and len(stack) > MAX_DEPTH:
                     return _line_at(text, start), _path(stack[:-1])
             elif token in "}]" and stack:
                 stack.pop()
@@ -320,15 +310,14 @@ def _lone_surrogate(text: str) -> bool:
 # --------------------------------------------------------------------------------------------- YAML
 
 
-def read_yaml(path: str | Path, expected: str = "a YAML file", *, kind: type | None = None,
-              max_bytes: int = MAX_YAML_BYTES, max_depth: int = MAX_DEPTH) -> Any:
+def read_yaml(path: str | Path, expected: str = "a YAML file", *, kind: type | None = None) -> Any:
     """One YAML document (``None`` for an empty file) of type ``kind`` when given."""
-    text = read_text(path, expected, max_bytes=max_bytes)
-    return parse_yaml(text, expected, kind=kind, file=str(path), max_depth=max_depth)
+    text = read_text(path, expected, max_bytes=MAX_YAML_BYTES)
+    return parse_yaml(text, expected, kind=kind, file=str(path))
 
 
 def parse_yaml(text: str, expected: str = "YAML", *, kind: type | None = None, file: str | None = None,
-               field: str | None = None, max_depth: int = MAX_DEPTH) -> Any:
+               field: str | None = None) -> Any:
     """Parse YAML text by the file rules (a safe loader; see the module docstring)."""
     import yaml
 
@@ -342,21 +331,21 @@ def parse_yaml(text: str, expected: str = "YAML", *, kind: type | None = None, f
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         deep = "nesting depth" in str(exc)
         raise DataError(ErrorCode.LIMIT_EXCEEDED if deep else ErrorCode.INVALID_VALUE,
-                        f"{expected} nested at most {max_depth} deep" if deep else f"{expected} in valid YAML",
+                        f"{expected} nested at most {MAX_DEPTH} deep" if deep else f"{expected} in valid YAML",
                         file=file, line=mark.line + 1 if mark is not None else None, field=field,
                         detail=" ".join(str(exc).split())[:200]) from None
     except RecursionError:
-        raise DataError(ErrorCode.LIMIT_EXCEEDED, f"{expected} nested at most {max_depth} deep", file=file,
+        raise DataError(ErrorCode.LIMIT_EXCEEDED, f"{expected} nested at most {MAX_DEPTH} deep", file=file,
                         field=field) from None
     except (ValueError, TypeError) as exc:  # e.g. an integer of more than 4,300 digits
         raise DataError(ErrorCode.INVALID_VALUE, f"{expected} of representable values", file=file, field=field,
                         detail=str(exc)[:200]) from None
     finally:
         loader.dispose()
-    found = _first_problem(value, max_depth, MAX_NODES, json_only=False)
+    found = _first_problem(value, yaml=True)
     if found is not None:
         code, path, got = found
-        expected_text = {ErrorCode.LIMIT_EXCEEDED: f"{expected} nested at most {max_depth} deep and holding at "
+        expected_text = {ErrorCode.LIMIT_EXCEEDED: f"{expected} nested at most {MAX_DEPTH} deep and holding at "
                                                    f"most {MAX_NODES:,} values",
                          ErrorCode.INVALID_VALUE: f"{expected} of finite numbers (no .nan or .inf)",
                          ErrorCode.INVALID_ENCODING: f"{expected} without lone surrogates"}[code]
@@ -374,14 +363,9 @@ class _Refused(Exception):
         self.line = mark.line + 1 if mark is not None else None
 
 
-_LOADER: type | None = None
-
-
+@functools.cache
 def _strict_loader() -> type:
     """A safe loader (libyaml's when present) that refuses repeated keys and counts alias uses."""
-    global _LOADER
-    if _LOADER is not None:
-        return _LOADER
     import yaml
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -419,30 +403,30 @@ def _strict_loader() -> type:
                 mapping[key] = self.construct_object(value_node, deep=deep)
             return mapping
 
-    _LOADER = StrictLoader
     return StrictLoader
 
 
-def _first_problem(value: Any, max_depth: int, max_nodes: int | None, *, json_only: bool
-                   ) -> tuple[ErrorCode, str, Any] | None:
+def _first_problem(value: Any, *, yaml: bool) -> tuple[ErrorCode, str, Any] | None:
     """The first value breaking a rule the parser cannot check: ``(code, field path, got)``.  Iterative and
-    bounded: aliases expanded count toward ``max_nodes``, cycles exceed ``max_depth``."""
+    bounded: cycles exceed :data:`MAX_DEPTH`; in YAML, aliases expanded count toward :data:`MAX_NODES` and a
+    non-finite float is refused."""
     stack: list[tuple[Any, int, str]] = [(value, 0, "")]
     nodes = 0
     while stack:
         item, depth, path = stack.pop()
         nodes += 1
-        if max_nodes is not None and nodes > max_nodes:
-            return ErrorCode.LIMIT_EXCEEDED, path, f"more than {max_nodes:,} values"
+        if yaml and nodes > MAX_NODES:
+            return ErrorCode.LIMIT_EXCEEDED, path, f"more than {MAX_NODES:,} values"
         if isinstance(item, str):
             if _lone_surrogate(item):
                 return ErrorCode.INVALID_ENCODING, path, item.encode("utf-8", "backslashreplace").decode()[:80]
         elif isinstance(item, float):
-            if not json_only and not math.isfinite(item):
+            if yaml and not math.isfinite(item):
                 return ErrorCode.INVALID_VALUE, path, item
         elif isinstance(item, (Mapping, list, tuple, set, frozenset)):
-            if depth + 1 > max_depth:
-                return ErrorCode.LIMIT_EXCEEDED, _shorten(path), f"nesting deeper than {max_depth}"
+            if depth + 1 > MAX_DEPTH:
+                shown = path if len(path) <= 60 else path[:60] + "…"
+                return ErrorCode.LIMIT_EXCEEDED, shown, f"nesting deeper than {MAX_DEPTH}"
             if isinstance(item, Mapping):
                 for key, child in reversed(list(item.items())):
                     sub = f"{path}.{key}" if path else str(key)
@@ -454,10 +438,6 @@ def _first_problem(value: Any, max_depth: int, max_nodes: int | None, *, json_on
                 if isinstance(item, (set, frozenset)):
                     stack.extend((child, depth + 1, path) for child in item)
     return None
-
-
-def _shorten(path: str, limit: int = 60) -> str:
-    return path if len(path) <= limit else path[:limit] + "…"
 
 
 # --------------------------------------------------------------------------------------------- either

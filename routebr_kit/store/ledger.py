@@ -122,9 +122,12 @@ LEDGER_REQUIRED = ("case_id", "system_id", "pred_action", "pred_object_id", "pre
 def read_predictions(path: str | Path) -> tuple[PredictionRow, ...]:
     """Read a ``predictions.csv`` (published or kit); malformed values raise a located :class:`DataError`."""
     table = read_csv(path, LEDGER_REQUIRED)
-    if table.rows and not _ends_with_newline(path):
-        raise DataError(ErrorCode.ROW_SHAPE, "a complete last row (the file ends mid-row: a truncated ledger)",
-                        file=table.path, line=table.rows[-1][0])
+    if table.rows:
+        with open(path, "rb") as handle:
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":
+                raise DataError(ErrorCode.ROW_SHAPE, "a complete last row (the file ends mid-row: a truncated "
+                                "ledger)", file=table.path, line=table.rows[-1][0])
     return tuple(_parse_row(table.path, line, values) for line, values in table.rows)
 
 
@@ -188,12 +191,6 @@ def sample_predictions(path: str | Path, cap: int) -> tuple[tuple[PredictionRow,
     return tuple(kept), LedgerSample(total, len(kept), every, cap, dict(sorted(paths.items())), valid)
 
 
-def _ends_with_newline(path: str | Path) -> bool:
-    with open(path, "rb") as handle:
-        handle.seek(-1, os.SEEK_END)
-        return handle.read(1) == b"\n"
-
-
 def check_rows_match_manifest(rows: Sequence[PredictionRow], manifest: Mapping[str, Any], file: str) -> None:
     """A finished ledger holds exactly the cases its manifest lists (``case_ids``), each once per repeat: a ledger
     cut short at a row boundary, or padded with other cases, is a located error instead of a smaller table."""
@@ -253,10 +250,7 @@ def _parse_row(file: str, line: int, values: Any) -> PredictionRow:
         value = text(name, required=False)
         if not value:
             return None
-        try:
-            parsed = float(value) if _NUMBER.fullmatch(value) else math.nan
-        except ValueError:  # pragma: no cover - the pattern admits only what float() reads
-            parsed = math.nan
+        parsed = float(value) if _NUMBER.fullmatch(value) else math.nan  # the pattern admits only what float() reads
         if not math.isfinite(parsed) or parsed < 0:
             raise err(ErrorCode.WRONG_TYPE, expected, name, value)
         return parsed
@@ -303,8 +297,7 @@ def check_path(file: str, line: int, boundary: str, final_path: str, action: str
             raise err(f"pred_boundary {terminal} (the boundary of {final_path})", "pred_boundary", boundary)
     else:
         if final_path in _TERMINALS or final_path == Terminal.DISPATCH.value or final_path == "NONE":
-            raise DataError(ErrorCode.UNKNOWN_ENUM, "a dispatched action ID or T_<TERMINAL>", file=file, line=line,
-                            field="pred_final_path", got=final_path)
+            raise err("a dispatched action ID or T_<TERMINAL>", "pred_final_path", final_path)
         if boundary != Boundary.ALLOW.value:
             raise err(f"pred_boundary ALLOW (the boundary of a dispatch to {final_path})", "pred_boundary", boundary)
         if action != final_path:
@@ -430,11 +423,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
+    fd = os.open(path.parent, os.O_RDONLY)  # the rename itself made durable
     try:
         os.fsync(fd)
     finally:
@@ -456,11 +445,11 @@ def drop_torn_tail(path: str | Path) -> bool:
     return True
 
 
-def source_sha256(directory: str | Path, pattern: str = "*.py") -> str:
-    """SHA-256 over the files of a source directory (relative names and bytes, in name order)."""
+def source_sha256(directory: str | Path) -> str:
+    """SHA-256 over the ``*.py`` files of a source directory (relative names and bytes, in name order)."""
     directory = Path(directory)
     parts = [f"{p.relative_to(directory).as_posix()}\0".encode() + p.read_bytes()
-             for p in sorted(directory.glob(pattern))]
+             for p in sorted(directory.glob("*.py"))]
     return sha256_bytes(b"\0".join(parts))
 
 

@@ -64,11 +64,8 @@ class Redactor:
                 value = value.replace(secret, REDACTED)
         return value
 
-    def value(self, value: Any) -> Any:
-        """A JSON-ready, redacted copy of ``value`` (see the module docstring for the conversions)."""
-        return self._value(value, 0)
-
-    def _value(self, value: Any, depth: int) -> Any:
+    def value(self, value: Any, depth: int = 0) -> Any:
+        """A JSON-ready, redacted copy of ``value`` at ``depth`` in its file (see the module docstring)."""
         if isinstance(value, str):
             return self.text(value) if self.secrets else value
         if value is None or isinstance(value, bool):
@@ -88,9 +85,9 @@ class Redactor:
                     key = self._key(k)
                     if key in out:  # two keys that read the same once written (1 and "1", two redacted keys)
                         key = next(f"{key}#{n}" for n in range(2, len(out) + 3) if f"{key}#{n}" not in out)
-                    out[key] = self._value(v, depth + 1)
+                    out[key] = self.value(v, depth + 1)
                 return out
-            return [self._value(v, depth + 1) for v in value]
+            return [self.value(v, depth + 1) for v in value]
         return self.text(repr(value))
 
     def _key(self, key: Any) -> str:
@@ -120,11 +117,6 @@ class SecretRegistry:
             if len(value) >= MIN_SECRET_CHARS:
                 found[value] = None
         return Redactor(tuple(sorted(found, key=lambda s: (-len(s), s))))
-
-    def clear(self) -> None:
-        """Forget every registered secret (tests)."""
-        with self._lock:
-            self._values.clear()
 
 
 #: The one registry every writer consults.
