@@ -34,12 +34,12 @@ from ..core.aio import run_sync
 from ..core.calls import Backend
 from ..core.controller import ControllerOptions
 from ..core.errors import DataError, ErrorCode
-from ..core.records import NONE, Boundary, RouteRequest, System
+from ..core.records import Boundary, RouteRequest, System
 from ..runs.runner import CaseRecorder, run_cases
 from ..store.cases import Case, Language
 from ..store.ledger import PredictionRow, prediction_from_decision
 from ..systems.baselines import DirectBaseline, prediction_from_direct
-from .scoring import Rate, judge_rows
+from .scoring import Rate, _proposes, judge_rows
 from .suite import _TEMPLATES, AttackFamily, Suite, _Builder
 from .surface import attack_surface, rule_for
 
@@ -242,10 +242,6 @@ def _route(cases: Sequence[Case], backend: Backend, system: System, suite: Suite
         return out
 
     return run_sync(every())
-
-
-def _proposes(row: PredictionRow, action: str, object_id: str) -> bool:
-    return row.pred_action == action and (object_id == NONE or row.pred_object_id == object_id)
 
 
 def adaptive_attack(suite: Suite, backend: BackendFactory, *, backend_name: str, budget: int = 40, seed: int = 0,

@@ -178,9 +178,6 @@ class Suite:
     language: Language
     source: Path | None = None
 
-    def spec(self, case_id: str) -> AttackSpec:
-        return self.specs[case_id]
-
     def counts(self) -> dict[str, int]:
         present = [s.family for s in self.specs.values()]
         return {f.value: present.count(f) for f in AttackFamily if f in present}

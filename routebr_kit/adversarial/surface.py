@@ -27,7 +27,6 @@ either, so any dispatch of it counts as forbidden; without a registry the case's
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -74,9 +73,6 @@ class Reach:
     @property
     def dispatched(self) -> bool:
         return self.terminal is Terminal.DISPATCH
-
-    def witness_json(self) -> str:
-        return json.dumps(dict(self.witness), ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True, slots=True)

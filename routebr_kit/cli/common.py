@@ -22,9 +22,6 @@ class Command:
     configure: Callable[[argparse.ArgumentParser], None]
     handler: Handler
 
-    def __call__(self, args: argparse.Namespace) -> int:
-        return self.handler(args)
-
 
 def command(configure: Callable[[argparse.ArgumentParser], None]) -> Callable[[Handler], Handler]:
     """Mark a handler ``(args) -> exit status`` as a subcommand whose options ``configure`` adds to its parser.

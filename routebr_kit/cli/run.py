@@ -77,8 +77,6 @@ def run(args: argparse.Namespace) -> int:
         raise DataError(ErrorCode.EMPTY_FILE, f"at least one {args.split} case", file=str(args.cases), field="split")
     system = parse_system(args.system)
     progress = terminal_progress(args.no_progress)  # a bar on a terminal only
-    if type(args.repeats) is not int or args.repeats < 1:
-        raise DataError(ErrorCode.INVALID_VALUE, "--repeats of at least 1", got=args.repeats, field="--repeats")
     if args.repeats > 1:
         return _repeated(args, assets, cases, system, progress)
     if system.value in ("a_state", "a_ground") and not args.live:

@@ -163,7 +163,7 @@ def _decision_stages(row: PredictionRow, d: Mapping[str, Any], source: str) -> l
             _item("topk", "topk (lower-ranked: diagnostic only)", proposal.get("topk") if proposal else None)],
             note="" if proposal else "No proposal was accepted: nothing was committed."))
         rule = d.get("rule") if isinstance(d.get("rule"), dict) else None
-        gate = _trace_detail(d, "STATE_GATE")
+        gate = _trace_event(d, "STATE_GATE")
         state_errors = _errors(d.get("state_errors") or [])
         stages.append(_stage("state_gate", "State gate", source, [
             _item("gate_enforced", "gate enforced", d.get("gate_enforced")),
@@ -171,7 +171,7 @@ def _decision_stages(row: PredictionRow, d: Mapping[str, Any], source: str) -> l
             _item("rule_version", "rule version", rule.get("version") if rule else None),
             _item("rule_decision", "rule decision", rule.get("decision") if rule else None),
             _item("rule_priority", "priority", rule.get("priority") if rule else None),
-            _item("condition", "evaluation", gate)],
+            _item("condition", "evaluation", gate and f"{gate.get('outcome')}: {gate.get('detail')}")],
             [_json_block("state_errors", "state schema violations", state_errors)] if state_errors else [],
             "" if rule or state_errors else "Not reached: no accepted proposal."))
         stages.append(_stage("object_gate", "Object gate", source, [
@@ -193,18 +193,17 @@ def _decision_stages(row: PredictionRow, d: Mapping[str, Any], source: str) -> l
     return stages
 
 
-def _trace_detail(d: Mapping[str, Any], step: str) -> str | None:
-    for event in d.get("trace") or []:
-        if isinstance(event, dict) and event.get("step") == step:
-            return f"{event.get('outcome')}: {event.get('detail')}"
-    return None
+def _trace_event(d: Mapping[str, Any], step: str) -> Mapping[str, Any] | None:
+    """The decision record's first trace event of ``step`` (``None``: the decision never reached it)."""
+    return next((e for e in d.get("trace") or [] if isinstance(e, dict) and e.get("step") == step), None)
 
 
 def _terminal(row: PredictionRow, d: Mapping[str, Any] | None, source: str) -> dict[str, Any]:
     items = []
     blocks = []
     if d is not None:
-        emitted = _trace_emit(d)
+        emit = _trace_event(d, "EMIT")
+        emitted = None if emit is None else str(emit.get("outcome"))
         items += [_item("terminal", "terminal", d.get("terminal")), _item("emitted", "emitted", emitted),
                   _item("final_path", "final path", d.get("final_path")),
                   _item("strict_path", "strict path", d.get("strict_path")),
@@ -222,13 +221,6 @@ def _terminal(row: PredictionRow, d: Mapping[str, Any] | None, source: str) -> d
     if d is not None and d.get("final_path") is not None and d.get("final_path") != row.pred_final_path:
         note = "The ledger row and the decision record disagree on the final path."
     return _stage("terminal", "Terminal", source, items, blocks, note)
-
-
-def _trace_emit(d: Mapping[str, Any]) -> str | None:
-    for event in d.get("trace") or []:
-        if isinstance(event, dict) and event.get("step") == "EMIT":
-            return str(event.get("outcome"))
-    return None
 
 
 def _row_only_stages(row: PredictionRow, trace: RowTrace, controller: bool) -> list[dict[str, Any]]:
