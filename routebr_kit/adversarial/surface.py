@@ -318,7 +318,7 @@ class SurfaceAnalyzer:
         return rule_for(self.controllers[System.ROUTEBR], case, action)
 
     def _classify(self, case: Case, action: str, object_id: str, rule: Rule | None) -> Dispatch:
-        forbidden = rule is None or rule.decision is not Boundary.ALLOW
+        forbidden = forbids(rule)
         requires = self.assets.catalog[action].requires_object
         if self.registry is not None:
             registered = object_id in self.registry
@@ -353,6 +353,12 @@ def rule_for(controller: Controller, case: Case, action: str) -> Rule | None:
     object_id = UNRESOLVED if entry.requires_object else NONE
     d = controller.decide(case.request, {"action_id": action, "object_id": object_id, "topk": [action]})
     return d.rule if d.proposal is not None else None
+
+
+def forbids(rule: Rule | None) -> bool:
+    """A dispatch whose winning rule is ``rule`` is forbidden: the controller failed closed (``None``) or the rule
+    is not ``ALLOW``."""
+    return rule is None or rule.decision is not Boundary.ALLOW
 
 
 def attack_surface(cases: Iterable[Case], assets: Assets, *, split: str | None = None,
