@@ -87,6 +87,12 @@ def positive_float(text: str) -> float:
     return value
 
 
+def add_artifact_option(p: argparse.ArgumentParser) -> None:
+    """``--artifact DIR``, found as ``reproduce`` finds it when not given (see :func:`discovered_artifact`)."""
+    p.add_argument("--artifact", help="published artifact directory (default: the first one found, like reproduce: "
+                   "$ROUTEBR_ARTIFACT, artifacts/routebr/, ../shared/routebr_artifact)")
+
+
 def discovered_artifact(explicit: str | Path | None) -> Path:
     """The published artifact a command reads: ``--artifact`` when given, else the first one found the way
     ``reproduce`` finds it; prints where it came from.  None found is one typed line saying where it looked."""
