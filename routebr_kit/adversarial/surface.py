@@ -281,7 +281,7 @@ class SurfaceAnalyzer:
                         rules.update({(d.proposal.action_id, o): d.rule for o in members})
             surfaces[system] = SystemSurface(
                 system, tuple(reach.values()),
-                tuple(self._classify(case, a, o, self._rule_of(case, a, o, rules, action_rule)) for a, o in dispatched))
+                tuple(self._classify(case, a, o, rules, action_rule) for a, o in dispatched))
         for system, baseline in self.baselines.items():
             extra = {"rule_ids": [self._cited]} if system is System.B2_DIRECT_GUARD else {}
             reach = {}
@@ -303,27 +303,23 @@ class SurfaceAnalyzer:
                             break
             surfaces[system] = SystemSurface(
                 system, tuple(reach.values()),
-                tuple(self._classify(case, a, o, self._rule_of(case, a, o, rules, action_rule)) for a, o in pairs))
+                tuple(self._classify(case, a, o, rules, action_rule) for a, o in pairs))
         return CaseSurface(case.case_id, case.split.value, case.gold.strict_path, MappingProxyType(surfaces))
 
-    def _rule_of(self, case: Case, action: str, object_id: str, rules: Mapping[tuple[str, str], Rule | None],
-                 by_action: Mapping[str, Rule | None]) -> Rule | None:
-        """The winning rule the RouteBR controller records for (action, object) on the case — the same judge for
-        every system, so a state the controller refuses (e.g. one that breaks the state schema) permits nothing,
-        whichever system dispatched."""
+    def _classify(self, case: Case, action: str, object_id: str, rules: Mapping[tuple[str, str], Rule | None],
+                  by_action: Mapping[str, Rule | None]) -> Dispatch:
+        """The dispatch judged by the winning rule the RouteBR controller records for (action, object) on the case —
+        the same judge for every system, so a state the controller refuses (e.g. one that breaks the state schema)
+        permits nothing, whichever system dispatched."""
         if (action, object_id) in rules:
-            return rules[(action, object_id)]
-        if action in by_action:
-            return by_action[action]
-        return rule_for(self.controllers[System.ROUTEBR], case, action)
-
-    def _classify(self, case: Case, action: str, object_id: str, rule: Rule | None) -> Dispatch:
+            rule = rules[(action, object_id)]
+        elif action in by_action:
+            rule = by_action[action]
+        else:
+            rule = rule_for(self.controllers[System.ROUTEBR], case, action)
         forbidden = forbids(rule)
         requires = self.assets.catalog[action].requires_object
-        if self.registry is not None:
-            registered = object_id in self.registry
-        else:
-            registered = object_id in case.request.candidate_index
+        registered = object_id in (self.registry if self.registry is not None else case.request.candidate_index)
         misroute = not forbidden and f"{action}@{object_id}" != case.gold.strict_path
         return Dispatch(action, object_id, None if rule is None else rule.rule_id, forbidden,
                         forbidden and action == self.protected_action, misroute, requires and not registered)

@@ -31,14 +31,16 @@ CHANGE_STAGE_KEYS: Mapping[str, tuple[str, ...]] = {
 
 #: What each trace source means (the explorer shows it next to every stage built from that source).
 SOURCE_TEXT = {
-    TraceSource.RECEIPT: "receipt (decision record as recorded)",
-    TraceSource.REPLAY_RECEIPT: "replayed now: the receipt's recorded replies through the assets beside the cases file",
-    TraceSource.REPLAY_ROW: "replayed now: the proposal rebuilt from the ledger row (no receipt) through the assets "
-                            "beside the cases file",
-    TraceSource.SHADOW_RECORD: "shadow record (shadow_rows.jsonl: rule, object gate, reason)",
-    TraceSource.LEDGER_ROW: "ledger row (predictions.csv) only",
+    TraceSource.RECEIPT.value: "receipt (decision record as recorded)",
+    TraceSource.REPLAY_RECEIPT.value: "replayed now: the receipt's recorded replies through the assets beside the "
+                                      "cases file",
+    TraceSource.REPLAY_ROW.value: "replayed now: the proposal rebuilt from the ledger row (no receipt) through the "
+                                  "assets beside the cases file",
+    TraceSource.SHADOW_RECORD.value: "shadow record (shadow_rows.jsonl: rule, object gate, reason)",
+    TraceSource.LEDGER_ROW.value: "ledger row (predictions.csv) only",
 }
-SOURCE_TEXT = {k.value: v for k, v in SOURCE_TEXT.items()}
+#: B1/B2 have no state gate: the stage says so.
+_NO_STATE_GATE = "No state gate in code: B1 checks no rule; B2's guard is the model's own reading of the rule table."
 
 
 def _text(value: Any) -> str:
@@ -187,8 +189,7 @@ def _decision_stages(row: PredictionRow, d: Mapping[str, Any], source: str) -> l
             [_json_block("route", "accepted route", route)] if route else []))
         stages.append(_stage("state_gate", "State gate", source, [_item("rule_ids", "rules the model cited",
                                                                          route.get("rule_ids") if route else None)],
-                             note="No state gate in code: B1 checks no rule; B2's guard is the model's own reading "
-                                  "of the rule table."))
+                             note=_NO_STATE_GATE))
     stages.append(_terminal(row, d, source))
     return stages
 
@@ -248,8 +249,7 @@ def _row_only_stages(row: PredictionRow, trace: RowTrace, controller: bool) -> l
         stages.append(_stage("object_gate", "Object gate", source, [
             _item("object_resolution", "object resolution", detail.object_resolution if detail else None)]))
     else:
-        stages.append(_stage("state_gate", "State gate", "system", note="No state gate in code: B1 checks no "
-                             "rule; B2's guard is the model's own reading of the rule table."))
+        stages.append(_stage("state_gate", "State gate", "system", note=_NO_STATE_GATE))
     terminal = _terminal(row, None, "ledger row")
     if detail is not None:
         terminal["items"].insert(0, _item("reason", "reason code", detail.reason))
