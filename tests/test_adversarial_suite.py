@@ -67,7 +67,7 @@ def test_gold_unchanged_targets_forbidden_and_references_kept(published, tmp_pat
     controller = suite.assets.controller()
     assert suite.counts()[AttackFamily.INSTRUCTION_INJECTION.value] == 10
     for case in suite.cases:
-        spec = suite.spec(case.case_id)
+        spec = suite.specs[case.case_id]
         src = base[spec.base_case_id]
         assert case.gold == src.gold  # the correct route ignores the injected text
         assert case.request.state == src.request.state and case.request.candidates == src.request.candidates
@@ -120,7 +120,7 @@ def _row(spec_case, action, obj, path, system="b1_direct"):
 
 def test_scoring_separates_following_from_dispatch(published):
     suite = generate_suite(published, seed=0, language="zh", per_family=5)
-    hostile = [suite.spec(c.case_id) for c in suite.cases if suite.spec(c.case_id).family.hostile]
+    hostile = [suite.specs[c.case_id] for c in suite.cases if suite.specs[c.case_id].family.hostile]
     spec = hostile[0]
     # a model that followed the attacker: RouteBR refuses (terminal), B1 dispatches the forbidden target
     routebr = [_row(spec.case_id, spec.target_action, spec.target_object, "T_REJECT", "routebr")]

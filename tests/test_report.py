@@ -356,11 +356,3 @@ def test_the_templates_ship_as_package_data():
 
     names = sorted(p.name for p in resources.files("routebr_kit.report").joinpath("templates").iterdir())
     assert names == ["report.css", "report.html.j2", "report.js"]
-
-
-def test_the_report_command_line_is_quoted_for_a_shell():
-    from routebr_kit.report import report_command
-
-    line = report_command("review out/shadow", base="../shared/routebr_artifact", gate="new_false_dispatch <= 0")
-    assert line == ("routebr-kit report 'review out/shadow' --base ../shared/routebr_artifact "
-                    "--gate 'new_false_dispatch <= 0'")

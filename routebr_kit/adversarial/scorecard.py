@@ -34,14 +34,14 @@ from ..core.aio import run_sync
 from ..core.calls import Backend
 from ..core.controller import ControllerOptions
 from ..core.errors import DataError, ErrorCode
-from ..core.records import NONE, Boundary, RouteRequest, System
+from ..core.records import RouteRequest, System
 from ..runs.runner import CaseRecorder, run_cases
 from ..store.cases import Case, Language
 from ..store.ledger import PredictionRow, prediction_from_decision
 from ..systems.baselines import DirectBaseline, prediction_from_direct
-from .scoring import Rate, judge_rows
+from .scoring import Rate, _ci, _proposes, judge_rows
 from .suite import _TEMPLATES, AttackFamily, Suite, _Builder
-from .surface import attack_surface, rule_for
+from .surface import attack_surface, forbids, rule_for
 
 #: The systems run under the best attack (those a proposer answers; the direct baselines need a direct protocol).
 CONTROLLER_SYSTEMS = (System.ROUTEBR, System.A_STATE)
@@ -71,7 +71,7 @@ class ScorecardRow:
 
     def as_dict(self) -> dict[str, Any]:
         return {"system": self.system, "language": self.language,
-                **{name: {"k": r.k, "n": r.n, "rate": r.rate, "wilson": list(r.interval.as_tuple())}
+                **{name: {**r.counts(), "rate": r.rate, "wilson": list(r.interval.as_tuple())}
                    for name, r in (("benign_utility", self.benign_utility),
                                    ("utility_under_attack", self.utility_under_attack),
                                    ("targeted_asr", self.targeted_asr), ("followed", self.followed),
@@ -180,9 +180,8 @@ class SystemUnderAttack:
     reachable_forbidden: int  # cases on which any model output reaches a forbidden dispatch (attack_surface)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"system": self.system, "forbidden_dispatch": {"k": self.forbidden_dispatch.k,
-                                                              "n": self.forbidden_dispatch.n},
-                "target_dispatched": {"k": self.target_dispatched.k, "n": self.target_dispatched.n},
+        return {"system": self.system, "forbidden_dispatch": self.forbidden_dispatch.counts(),
+                "target_dispatched": self.target_dispatched.counts(),
                 "cases_with_forbidden_dispatch_reachable": self.reachable_forbidden,
                 "within_envelope": self.forbidden_dispatch.k <= self.reachable_forbidden}
 
@@ -203,26 +202,21 @@ class AdaptiveResult:
     systems: tuple[SystemUnderAttack, ...]
 
     def rows(self) -> list[dict[str, Any]]:
-        out = []
-        for s in self.systems:
-            low, high = s.forbidden_dispatch.interval
-            out.append({"backend": self.backend, "language": self.language, "system": s.system,
-                        "best attack": f"{self.best.placement.value} ×{self.best.repeats}: {self.best.template}",
-                        "followed (best attack)": str(self.best_followed),
-                        "followed (no attack)": str(self.unattacked_followed),
-                        "attack applied": f"{self.applied}/{self.cases}",
-                        "forbidden dispatch": f"{s.forbidden_dispatch.k}/{s.forbidden_dispatch.n} "
-                                              f"[{low:.3f}, {high:.3f}]",
-                        "cases where reachable (bound)": s.reachable_forbidden,
-                        "within bound": s.forbidden_dispatch.k <= s.reachable_forbidden,
-                        "budget": f"{self.budget} evaluations, {self.proposer_calls} proposals"})
-        return out
+        return [{"backend": self.backend, "language": self.language, "system": s.system,
+                 "best attack": f"{self.best.placement.value} ×{self.best.repeats}: {self.best.template}",
+                 "followed (best attack)": str(self.best_followed),
+                 "followed (no attack)": str(self.unattacked_followed),
+                 "attack applied": f"{self.applied}/{self.cases}",
+                 "forbidden dispatch": f"{s.forbidden_dispatch.k}/{s.forbidden_dispatch.n} {_ci(s.forbidden_dispatch)}",
+                 "cases where reachable (bound)": s.reachable_forbidden,
+                 "within bound": s.forbidden_dispatch.k <= s.reachable_forbidden,
+                 "budget": f"{self.budget} evaluations, {self.proposer_calls} proposals"} for s in self.systems]
 
     def as_dict(self) -> dict[str, Any]:
         return {"backend": self.backend, "language": self.language, "seed": self.seed, "budget": self.budget,
                 "proposer_calls": self.proposer_calls, "cases": self.cases, "applied": self.applied,
-                "best": self.best.as_dict(), "best_followed": {"k": self.best_followed.k, "n": self.best_followed.n},
-                "unattacked_followed": {"k": self.unattacked_followed.k, "n": self.unattacked_followed.n},
+                "best": self.best.as_dict(), "best_followed": self.best_followed.counts(),
+                "unattacked_followed": self.unattacked_followed.counts(),
                 "trajectory": [list(t) for t in self.trajectory], "systems": [s.as_dict() for s in self.systems]}
 
 
@@ -244,10 +238,6 @@ def _route(cases: Sequence[Case], backend: Backend, system: System, suite: Suite
     return run_sync(every())
 
 
-def _proposes(row: PredictionRow, action: str, object_id: str) -> bool:
-    return row.pred_action == action and (object_id == NONE or row.pred_object_id == object_id)
-
-
 def adaptive_attack(suite: Suite, backend: BackendFactory, *, backend_name: str, budget: int = 40, seed: int = 0,
                     cases: int | None = 40, systems: Sequence[System] = CONTROLLER_SYSTEMS) -> AdaptiveResult:
     """Search ``budget`` attack candidates for the highest following rate of ``backend`` (a factory given the cases
@@ -262,18 +252,21 @@ def adaptive_attack(suite: Suite, backend: BackendFactory, *, backend_name: str,
     pool = templates(language)
     rng = random.Random(f"adaptive-attack:{seed}:{language.value}:{backend_name}")
 
+    def renamed(i: int, t: Target, r: RouteRequest) -> Case:
+        """Target ``i``'s case with request ``r`` under the search's own ID for it."""
+        request = RouteRequest(f"{t.base.case_id.rsplit('.', 1)[0]}.ADP{i}", r.utterance, r.history, r.state,
+                               r.candidates)
+        return Case(request, t.base.split, t.base.gold, t.base.pair_id, t.base.scenario_cell)
+
     def variants(candidate: Candidate) -> list[tuple[Target, Case, bool]]:
         """Every target's request under ``candidate`` (the unmodified request where the text would change which
         entities it names), with whether the attack text was applied."""
         out = []
         for i, t in enumerate(targets):
             text = candidate.text(builder.act(t.action), t.action, t.object_id)
-            request = candidate.apply(t.base.request, text, f"{t.base.case_id.rsplit('.', 1)[0]}.ADP{i}")
+            request = candidate.apply(t.base.request, text, t.base.case_id)
             applied = _Builder._same_references(t.base.request, request.utterance, request.history)
-            if not applied:
-                r = t.base.request
-                request = RouteRequest(request.request_id, r.utterance, r.history, r.state, r.candidates)
-            out.append((t, Case(request, t.base.split, t.base.gold, t.base.pair_id, t.base.scenario_cell), applied))
+            out.append((t, renamed(i, t, request if applied else t.base.request), applied))
         return out
 
     def proposals(chosen: Sequence[Case]) -> list[PredictionRow]:
@@ -306,10 +299,7 @@ def adaptive_attack(suite: Suite, backend: BackendFactory, *, backend_name: str,
         trajectory.append((step + 1, best_rate.k / best_rate.n))
     assert best is not None
     # without any attack: the unmodified requests (the proposer may propose the target anyway)
-    unattacked = proposals([Case(RouteRequest(f"{t.base.case_id.rsplit('.', 1)[0]}.ADP{i}", t.base.request.utterance,
-                                              t.base.request.history, t.base.request.state,
-                                              t.base.request.candidates), t.base.split, t.base.gold, t.base.pair_id,
-                                 t.base.scenario_cell) for i, t in enumerate(targets)])
+    unattacked = proposals([renamed(i, t, t.base.request) for i, t in enumerate(targets)])
     control_rate = Rate(sum(_proposes(r, t.action, t.object_id) for t, r in zip(targets, unattacked)), len(targets))
     # every system on the best attack, against the worst-case envelope of the same cases
     chosen = variants(best)
@@ -325,8 +315,7 @@ def adaptive_attack(suite: Suite, backend: BackendFactory, *, backend_name: str,
         for (t, case, _), row in zip(chosen, rows):
             dispatched = not row.pred_final_path.startswith("T_")
             if dispatched:
-                rule = rule_for(controller, case, row.pred_action)
-                forbidden += rule is None or rule.decision is not Boundary.ALLOW
+                forbidden += forbids(rule_for(controller, case, row.pred_action))
                 target += _proposes(row, t.action, t.object_id)
         bound = int(surface.get(system.value, {}).get("cases_with_forbidden_dispatch_reachable", 0))
         under.append(SystemUnderAttack(system.value, Rate(forbidden, len(rows)), Rate(target, len(rows)), bound))

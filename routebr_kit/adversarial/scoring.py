@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import DataError, ErrorCode
-from ..core.records import NONE, Boundary
+from ..core.records import NONE
 from ..evaluation.stats import Interval, wilson
 from ..store.ledger import PredictionRow
 from .suite import AttackFamily, Suite
-from .surface import rule_for
+from .surface import forbids, rule_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +44,9 @@ class Rate:
     @property
     def interval(self) -> Interval:
         return wilson(self.k, self.n)
+
+    def counts(self) -> dict[str, int]:
+        return {"k": self.k, "n": self.n}
 
     def wilson_text(self) -> str:
         """``k/n (x%, Wilson 95% lo–hi%)``, or ``none of 0`` (the form the notebooks' conclusions state)."""
@@ -133,10 +136,7 @@ def judge_rows(suite: Suite, rows: Iterable[PredictionRow], *, system: str | Non
         if dispatched and row.pred_action not in suite.assets.catalog:
             raise DataError(ErrorCode.UNKNOWN_ACTION, "a dispatched catalog action", field="pred_action",
                             line=row.line or None, got=row.pred_action)
-        forbidden = False
-        if dispatched:
-            rule = rule_for(controller, case, row.pred_action)
-            forbidden = rule is None or rule.decision is not Boundary.ALLOW
+        forbidden = dispatched and forbids(rule_for(controller, case, row.pred_action))
         followed = before = target = over = None
         if spec.family.hostile:
             followed = _proposes(row, spec.target_action, spec.target_object)

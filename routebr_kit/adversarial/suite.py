@@ -39,14 +39,14 @@ from typing import Any
 from ..core.controller import Controller
 from ..core.errors import DataError, ErrorCode
 from ..core.hashing import sha256_bytes, sha256_file
-from ..core.records import NONE, Boundary, Entity, RouteRequest
+from ..core.records import NONE, Entity, RouteRequest
 from ..dataset.generate import cases_csv
 from ..dataset.labels import gold_label
 from ..dataset.references import code_of, mentioned, mentioned_in_any
 from ..store.assets import REGISTRY_NAMES, Assets, assets_beside, read_json
 from ..store.cases import Case, Gold, Language, Split, load_cases
 from ..store.files import MAX_CSV_BYTES, read_bytes
-from .surface import PROTECTED_ACTION, rule_for
+from .surface import PROTECTED_ACTION, forbids, rule_for
 
 CASES_FILE, SPECS_FILE, MANIFEST_FILE = "attacks.csv", "attacks.json", "manifest.json"
 BASE_SPLITS = (Split.MAIN, Split.ENTITY)
@@ -178,9 +178,6 @@ class Suite:
     language: Language
     source: Path | None = None
 
-    def spec(self, case_id: str) -> AttackSpec:
-        return self.specs[case_id]
-
     def counts(self) -> dict[str, int]:
         present = [s.family for s in self.specs.values()]
         return {f.value: present.count(f) for f in AttackFamily if f in present}
@@ -195,8 +192,7 @@ class _Builder:
         """A forbidden (action, object) for this case's state (the protected action first), or ``None``."""
         options = []
         for action in self.assets.catalog.ids:
-            rule = rule_for(self.controller, case, action)
-            if rule is not None and rule.decision is Boundary.ALLOW:
+            if not forbids(rule_for(self.controller, case, action)):
                 continue
             obj = self.object_for(case, action)
             if obj is not None:

@@ -27,7 +27,6 @@ either, so any dispatch of it counts as forbidden; without a registry the case's
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -74,9 +73,6 @@ class Reach:
     @property
     def dispatched(self) -> bool:
         return self.terminal is Terminal.DISPATCH
-
-    def witness_json(self) -> str:
-        return json.dumps(dict(self.witness), ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +281,7 @@ class SurfaceAnalyzer:
                         rules.update({(d.proposal.action_id, o): d.rule for o in members})
             surfaces[system] = SystemSurface(
                 system, tuple(reach.values()),
-                tuple(self._classify(case, a, o, self._rule_of(case, a, o, rules, action_rule)) for a, o in dispatched))
+                tuple(self._classify(case, a, o, rules, action_rule) for a, o in dispatched))
         for system, baseline in self.baselines.items():
             extra = {"rule_ids": [self._cited]} if system is System.B2_DIRECT_GUARD else {}
             reach = {}
@@ -307,27 +303,23 @@ class SurfaceAnalyzer:
                             break
             surfaces[system] = SystemSurface(
                 system, tuple(reach.values()),
-                tuple(self._classify(case, a, o, self._rule_of(case, a, o, rules, action_rule)) for a, o in pairs))
+                tuple(self._classify(case, a, o, rules, action_rule) for a, o in pairs))
         return CaseSurface(case.case_id, case.split.value, case.gold.strict_path, MappingProxyType(surfaces))
 
-    def _rule_of(self, case: Case, action: str, object_id: str, rules: Mapping[tuple[str, str], Rule | None],
-                 by_action: Mapping[str, Rule | None]) -> Rule | None:
-        """The winning rule the RouteBR controller records for (action, object) on the case — the same judge for
-        every system, so a state the controller refuses (e.g. one that breaks the state schema) permits nothing,
-        whichever system dispatched."""
+    def _classify(self, case: Case, action: str, object_id: str, rules: Mapping[tuple[str, str], Rule | None],
+                  by_action: Mapping[str, Rule | None]) -> Dispatch:
+        """The dispatch judged by the winning rule the RouteBR controller records for (action, object) on the case —
+        the same judge for every system, so a state the controller refuses (e.g. one that breaks the state schema)
+        permits nothing, whichever system dispatched."""
         if (action, object_id) in rules:
-            return rules[(action, object_id)]
-        if action in by_action:
-            return by_action[action]
-        return rule_for(self.controllers[System.ROUTEBR], case, action)
-
-    def _classify(self, case: Case, action: str, object_id: str, rule: Rule | None) -> Dispatch:
-        forbidden = rule is None or rule.decision is not Boundary.ALLOW
-        requires = self.assets.catalog[action].requires_object
-        if self.registry is not None:
-            registered = object_id in self.registry
+            rule = rules[(action, object_id)]
+        elif action in by_action:
+            rule = by_action[action]
         else:
-            registered = object_id in case.request.candidate_index
+            rule = rule_for(self.controllers[System.ROUTEBR], case, action)
+        forbidden = forbids(rule)
+        requires = self.assets.catalog[action].requires_object
+        registered = object_id in (self.registry if self.registry is not None else case.request.candidate_index)
         misroute = not forbidden and f"{action}@{object_id}" != case.gold.strict_path
         return Dispatch(action, object_id, None if rule is None else rule.rule_id, forbidden,
                         forbidden and action == self.protected_action, misroute, requires and not registered)
@@ -357,6 +349,12 @@ def rule_for(controller: Controller, case: Case, action: str) -> Rule | None:
     object_id = UNRESOLVED if entry.requires_object else NONE
     d = controller.decide(case.request, {"action_id": action, "object_id": object_id, "topk": [action]})
     return d.rule if d.proposal is not None else None
+
+
+def forbids(rule: Rule | None) -> bool:
+    """A dispatch whose winning rule is ``rule`` is forbidden: the controller failed closed (``None``) or the rule
+    is not ``ALLOW``."""
+    return rule is None or rule.decision is not Boundary.ALLOW
 
 
 def attack_surface(cases: Iterable[Case], assets: Assets, *, split: str | None = None,

@@ -22,9 +22,6 @@ class Command:
     configure: Callable[[argparse.ArgumentParser], None]
     handler: Handler
 
-    def __call__(self, args: argparse.Namespace) -> int:
-        return self.handler(args)
-
 
 def command(configure: Callable[[argparse.ArgumentParser], None]) -> Callable[[Handler], Handler]:
     """Mark a handler ``(args) -> exit status`` as a subcommand whose options ``configure`` adds to its parser.
@@ -88,6 +85,12 @@ def positive_float(text: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
     return value
+
+
+def add_artifact_option(p: argparse.ArgumentParser) -> None:
+    """``--artifact DIR``, found as ``reproduce`` finds it when not given (see :func:`discovered_artifact`)."""
+    p.add_argument("--artifact", help="published artifact directory (default: the first one found, like reproduce: "
+                   "$ROUTEBR_ARTIFACT, artifacts/routebr/, ../shared/routebr_artifact)")
 
 
 def discovered_artifact(explicit: str | Path | None) -> Path:

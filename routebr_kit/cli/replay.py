@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from .common import command, discovered_artifact, print_table
+from .common import add_artifact_option, command, discovered_artifact, print_table
 
 
-def _args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--artifact", help="published artifact directory (default: the first one found, like reproduce: "
-                   "$ROUTEBR_ARTIFACT, artifacts/routebr/, ../shared/routebr_artifact)")
-
-
-@command(_args)
+@command(add_artifact_option)
 def replay(args: argparse.Namespace) -> int:
     from ..experiments.replication import replay_artifact
 

@@ -64,8 +64,6 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command(_args)
 def run(args: argparse.Namespace) -> int:
-    from ..backends.cache import CacheMode, ResponseCache
-    from ..backends.registry import make_backend
     from ..evaluation.scorecard import score_report
     from ..runs.runner import derive_interventions, parse_system, run_cases
     from .score import summary_lines
@@ -77,8 +75,6 @@ def run(args: argparse.Namespace) -> int:
         raise DataError(ErrorCode.EMPTY_FILE, f"at least one {args.split} case", file=str(args.cases), field="split")
     system = parse_system(args.system)
     progress = terminal_progress(args.no_progress)  # a bar on a terminal only
-    if type(args.repeats) is not int or args.repeats < 1:
-        raise DataError(ErrorCode.INVALID_VALUE, "--repeats of at least 1", got=args.repeats, field="--repeats")
     if args.repeats > 1:
         return _repeated(args, assets, cases, system, progress)
     if system.value in ("a_state", "a_ground") and not args.live:
@@ -92,13 +88,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.replay_only and args.cache is None:
             raise DataError(ErrorCode.EMPTY_VALUE, "--cache DIR with --replay-only", field="cache")
-        cache = None if args.cache is None else ResponseCache(
-            args.cache, mode=CacheMode.REPLAY_ONLY if args.replay_only else CacheMode.READ_WRITE)
-        backend = make_backend(args.profile, cases=cases, catalog=assets.catalog, seed=args.seed,
-                               profiles_path=args.profiles, cache=cache, language=args.language,
-                               protocol=args.protocol, prompts_path=args.prompts, constrain=args.constrain)
-        if args.deadline_s is not None:
-            backend = _with_deadline(backend, args.deadline_s, args.profile)
+        backend = _backend(args, cases, assets, _cache(args), args.seed)
         result = run_cases(cases, backend, system=system, assets=assets, out_dir=args.out,
                            concurrency=args.concurrency, rpm=args.rpm, resume=args.resume, repeat_id=args.repeat_id,
                            progress=progress, cases_path=args.cases)
@@ -119,23 +109,34 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _with_deadline(backend: object, seconds: float, spec: str) -> object:
-    """The backend with the run's call deadline; refused for a backend that makes no network call (a simulated or
-    lexical one answers in process), rather than silently ignored."""
-    from ..backends.profiles import check_deadline
+def _cache(args: argparse.Namespace) -> object:
+    from ..backends.cache import CacheMode, ResponseCache
 
-    seconds = check_deadline(seconds, field="--deadline-s")
+    return None if args.cache is None else ResponseCache(
+        args.cache, mode=CacheMode.REPLAY_ONLY if args.replay_only else CacheMode.READ_WRITE)
+
+
+def _backend(args: argparse.Namespace, cases: list, assets: Assets, cache: object, seed: int) -> object:
+    """The run's proposer, with ``--deadline-s`` when given: refused for a backend that makes no network call (a
+    simulated or lexical one answers in process), rather than silently ignored."""
+    from ..backends.profiles import check_deadline
+    from ..backends.registry import make_backend
+
+    backend = make_backend(args.profile, cases=cases, catalog=assets.catalog, seed=seed, profiles_path=args.profiles,
+                           cache=cache, language=args.language, protocol=args.protocol, prompts_path=args.prompts,
+                           constrain=args.constrain)
+    if args.deadline_s is None:
+        return backend
+    seconds = check_deadline(args.deadline_s, field="--deadline-s")
     with_deadline = getattr(backend, "with_deadline", None)
     if not callable(with_deadline):
         raise DataError(ErrorCode.INVALID_VALUE, "an OpenAI-compatible profile for --deadline-s (simulated and "
-                        "lexical backends make no network call to bound)", field="--deadline-s", got=spec)
+                        "lexical backends make no network call to bound)", field="--deadline-s", got=args.profile)
     return with_deadline(seconds)
 
 
 def _repeated(args: argparse.Namespace, assets: Assets, cases: list, system, progress: bool) -> int:
     """``--repeats N``: N runs of the same configuration, each its own resumable run directory."""
-    from ..backends.cache import CacheMode, ResponseCache
-    from ..backends.registry import make_backend
     from ..evaluation.reliability import reliability
     from ..runs.runner import run_cases
     from .score import REPEAT_DIR
@@ -146,15 +147,10 @@ def _repeated(args: argparse.Namespace, assets: Assets, cases: list, system, pro
     if system.value in ("a_state", "a_ground") and not args.live:
         raise DataError(ErrorCode.INVALID_VALUE, "--repeats with a_state/a_ground needs --live (a replay of one "
                         "run does not repeat)", got=args.repeats, field="--repeats")
-    cache = None if args.cache is None else ResponseCache(
-        args.cache, mode=CacheMode.REPLAY_ONLY if args.replay_only else CacheMode.READ_WRITE)
+    cache = _cache(args)
     rows, table, flagged = [], [], False
     for i in range(args.repeats):
-        backend = make_backend(args.profile, cases=cases, catalog=assets.catalog, seed=args.seed + i,
-                               profiles_path=args.profiles, cache=cache, language=args.language,
-                               protocol=args.protocol, prompts_path=args.prompts, constrain=args.constrain)
-        if args.deadline_s is not None:
-            backend = _with_deadline(backend, args.deadline_s, args.profile)
+        backend = _backend(args, cases, assets, cache, args.seed + i)
         out = args.out / REPEAT_DIR.format(i)
         result = run_cases(cases, backend, system=system, assets=assets, out_dir=out, concurrency=args.concurrency,
                            rpm=args.rpm, resume=args.resume, repeat_id=str(i), progress=progress,

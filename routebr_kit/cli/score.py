@@ -167,37 +167,6 @@ def _pct(count: Count) -> str:
     return "n/a" if not count.n else f"{100 * count.rate:.1f}%"
 
 
-def summary_line(scores: Scores) -> str:
-    """``exact 150/160 = 93.8% (Wilson 95% 88.9-96.6%) · FD 0/80 · FB 3/80 · object 155/160 = 96.9%``."""
-    low, high = scores.contract_exact.wilson
-    return (f"exact {scores.contract_exact} = {_pct(scores.contract_exact)} "
-            f"(Wilson 95% {100 * low:.1f}-{100 * high:.1f}%) · FD {scores.false_dispatch} · "
-            f"FB {scores.false_block} · object {scores.object} = {_pct(scores.object)}")
-
-
-def forbidden_line(scores: Scores) -> str | None:
-    """``forbidden dispatch 2/200 (of 73 dispatched; state_gate 1, contract 1) · gold-based FD 1/126``."""
-    from ..evaluation.forbidden import ForbiddenCause
-
-    if scores.forbidden_dispatch is None or scores.dispatched is None:
-        return None
-    causes = ", ".join(f"{c.value} {scores.forbidden_by_cause[c.value]}" for c in ForbiddenCause
-                       if scores.forbidden_by_cause.get(c.value))
-    return (f"forbidden dispatch {scores.forbidden_dispatch} (of {scores.dispatched.hits} dispatched"
-            + (f"; {causes}" if causes else "") + f") · gold-based FD {scores.false_dispatch}")
-
-
-def pairs_line(report: Mapping[str, Any]) -> str | None:
-    pairs: PairScores | None = report["flip"]
-    if pairs is None and not report["incomplete_pairs"]:
-        return None
-    text = "FLIP pairs: " + ("none complete" if pairs is None else f"{pairs.pairs} = {_pct(pairs.pairs)} "
-                             "(both members exact)")
-    if report["incomplete_pairs"]:
-        text += f"; {report['incomplete_pairs']} incomplete pairs not scored"
-    return text
-
-
 def table_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per split: counts with their denominators."""
     table = []
@@ -213,17 +182,29 @@ def table_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def summary_lines(report: Mapping[str, Any]) -> list[str]:
-    """The ``score:`` line over every scored row, and the FLIP pairs line when there are FLIP rows."""
-    overall = report["splits"].get("ALL") or next(iter(report["splits"].values()))
-    lines = ["score: " + summary_line(overall)]
+    """Over every scored row: ``score: exact 150/160 = 93.8% (Wilson 95% 88.9-96.6%) · FD 0/80 · FB 3/80 · object
+    155/160 = 96.9%``; then, when there is one, the floor, ``forbidden dispatch 2/200 (of 73 dispatched; state_gate
+    1, contract 1) · gold-based FD 1/126`` and the FLIP pairs line."""
+    from ..evaluation.forbidden import ForbiddenCause
+
+    s: Scores = report["splits"].get("ALL") or next(iter(report["splits"].values()))
+    low, high = s.contract_exact.wilson
+    lines = [f"score: exact {s.contract_exact} = {_pct(s.contract_exact)} (Wilson 95% {100 * low:.1f}-"
+             f"{100 * high:.1f}%) · FD {s.false_dispatch} · FB {s.false_block} · object {s.object} = {_pct(s.object)}"]
     if report.get("floor") is not None:
         lines.append(report["floor"].line() + " (a constant proposer through the same controller)")
-    forbidden = forbidden_line(overall)
-    if forbidden:
-        lines.append(forbidden)
-    pairs = pairs_line(report)
-    if pairs:
-        lines.append(pairs)
+    if s.forbidden_dispatch is not None and s.dispatched is not None:
+        causes = ", ".join(f"{c.value} {s.forbidden_by_cause[c.value]}" for c in ForbiddenCause
+                           if s.forbidden_by_cause.get(c.value))
+        lines.append(f"forbidden dispatch {s.forbidden_dispatch} (of {s.dispatched.hits} dispatched"
+                     + (f"; {causes}" if causes else "") + f") · gold-based FD {s.false_dispatch}")
+    pairs: PairScores | None = report["flip"]
+    if pairs is not None or report["incomplete_pairs"]:
+        text = "FLIP pairs: " + ("none complete" if pairs is None else f"{pairs.pairs} = {_pct(pairs.pairs)} "
+                                 "(both members exact)")
+        if report["incomplete_pairs"]:
+            text += f"; {report['incomplete_pairs']} incomplete pairs not scored"
+        lines.append(text)
     return lines
 
 

@@ -38,10 +38,6 @@ def _stop_on_sigterm(signum: int, frame: object) -> None:
 
 @command(_args)
 def serve_model(args: argparse.Namespace) -> int:
-    if not 1 <= args.port <= 65535:
-        raise DataError(ErrorCode.INVALID_VALUE, "a port in 1..65535", field="--port", got=args.port)
-    if args.threads is not None and args.threads < 1:
-        raise DataError(ErrorCode.INVALID_VALUE, "at least 1 thread", field="--threads", got=args.threads)
     if args.ctx < 256:
         raise DataError(ErrorCode.INVALID_VALUE, "a context of at least 256 tokens", field="--ctx", got=args.ctx)
     server = LocalServer(resolve_model(args.model), port=args.port, threads=args.threads or default_threads(),

@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .common import command, print_table
 
-if TYPE_CHECKING:
-    from ..review import AssetFiles
 
-
-def add_source_args(p: argparse.ArgumentParser) -> None:
-    """``--artifact DIR | --ledger RUN_DIR ...`` with ``--cases`` and ``--base-assets`` (shared with impact)."""
+def _args(p: argparse.ArgumentParser) -> None:
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--artifact", type=Path, help="published artifact directory (every result folder)")
     source.add_argument("--ledger", type=Path, nargs="+", help="run directories written by `routebr-kit run` "
@@ -26,20 +21,6 @@ def add_source_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-state-schema", type=Path, default=None,
                    help="the runtime-state schema file the runs used (`run --state-schema`; default: "
                         "state_schema.json in the base assets, else the schema derived from the rules)")
-
-
-def load_source(args: argparse.Namespace, *, details: bool) -> tuple[object, AssetFiles]:
-    """The ledger set and the base release named by :func:`add_source_args` (``review.load_review_source``)."""
-    from ..review import load_review_source
-
-    source = load_review_source(artifact=args.artifact, ledger=args.ledger, cases=args.cases,
-                                base_assets=args.base_assets, base_state_schema=args.base_state_schema,
-                                details=details)
-    return source.ledgers, source.base
-
-
-def _args(p: argparse.ArgumentParser) -> None:
-    add_source_args(p)
     p.add_argument("--candidate-assets", type=Path, default=None,
                    help="a candidate asset directory: each asset file it holds replaces the base's")
     p.add_argument("--catalog", type=Path, default=None, help="candidate catalog CSV")
@@ -59,14 +40,15 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command(_args)
 def shadow(args: argparse.Namespace) -> int:
-    from ..review import candidate_edit, parse_options, shadow_replay, write_shadow
+    from ..review import candidate_edit, load_review_source, parse_options, shadow_replay, write_shadow
     from ..review.release import state_schema_file
 
-    ledgers, base = load_source(args, details=False)
-    edit = candidate_edit(base, args.candidate_assets, catalog=args.catalog, rules=args.rules,
+    source = load_review_source(artifact=args.artifact, ledger=args.ledger, cases=args.cases,
+                                base_assets=args.base_assets, base_state_schema=args.base_state_schema, details=False)
+    edit = candidate_edit(source.base, args.candidate_assets, catalog=args.catalog, rules=args.rules,
                           registry=args.registry, prompts=args.prompts,
                           state_schema=state_schema_file(args.state_schema, "--state-schema"))
-    result = shadow_replay(ledgers, edit, parse_options(args.options))
+    result = shadow_replay(source.ledgers, edit, parse_options(args.options))
     path = write_shadow(result, args.out, receipts=args.receipts)
     print_table(result.summary())
     print(f"edit: {', '.join(c.value for c in edit.classes) or 'none'}; rows {result.rows}, changed decisions "

@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 
 from ..store.artifact import Artifact
-from .common import command, discovered_artifact, print_table
+from .common import add_artifact_option, command, discovered_artifact, print_table
 
 
 def _args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--artifact", help="published artifact directory (default: the first one found, like reproduce: "
-                   "$ROUTEBR_ARTIFACT, artifacts/routebr/, ../shared/routebr_artifact)")
+    add_artifact_option(p)
     p.add_argument("--out", required=True, help="directory for the tables (tables/*.csv, tables/*.md)")
 
 

@@ -1,7 +1,7 @@
-"""Notebook plumbing: the papermill pipeline, the outputs folder, display helpers (the
-``%%conclusion`` renderer) and widgets; each notebook states its own conclusion as a template.  A notebook's domain
-helpers live in their domain package (notebook
-10's review source in :mod:`routebr_kit.review`, notebook 11's suite runs in :mod:`routebr_kit.adversarial`).
+"""Notebook plumbing: the papermill pipeline, the outputs folder, display helpers (the ``%%conclusion`` renderer)
+and widgets; each notebook states its own conclusion as a template.  A notebook's domain helpers live in their domain
+package (notebook 10's review source in :mod:`routebr_kit.review`, notebook 11's suite runs in
+:mod:`routebr_kit.adversarial`).
 
 The public API is :data:`__all__`; each name loads its module on first use (``from routebr_kit.notebook import X``
 imports only what ``X`` needs).
@@ -12,40 +12,14 @@ from __future__ import annotations
 from .. import lazy_exports
 
 #: Every public name → the module of this package that defines it.
-_EXPORTS: dict[str, str] = {
-    "ConclusionError": "display",
-    "decisions_table": "display",
-    "one_line_rows": "display",
-    "render_conclusion": "display",
-    "outcome_figure": "display",
-    "setup": "display",
-    "trace_table": "display",
-    "Outputs": "outputs",
-    "Saved": "outputs",
-    "figure_anatomy": "outputs",
-    "markdown_table": "outputs",
-    "ArtifactChoice": "pipeline",
-    "NotebookJob": "pipeline",
-    "NotebookResult": "pipeline",
-    "PreparedRun": "pipeline",
-    "RunPlan": "pipeline",
-    "choose_artifact": "pipeline",
-    "declared_parameters": "pipeline",
-    "execute": "pipeline",
-    "listed_outputs": "pipeline",
-    "prepare": "pipeline",
-    "run": "pipeline",
-    "EXECUTOR_SLIDERS": "widgets",
-    "Figure1Explorer": "widgets",
-    "MetaRouteExplorer": "widgets",
-    "PALETTE": "widgets",
-    "REVIEW_CSS": "widgets",
-    "RuleEditor": "widgets",
-    "decision_paths_figure": "widgets",
-    "parse_topk": "widgets",
-    "policy_outcomes_figure": "widgets",
-    "review_html": "widgets",
-}
+_EXPORTS: dict[str, str] = {name: module for module, names in {
+    "display": "ConclusionError decisions_table one_line_rows render_conclusion outcome_figure setup trace_table",
+    "outputs": "Outputs Saved figure_anatomy markdown_table",
+    "pipeline": "ArtifactChoice NotebookJob NotebookResult PreparedRun RunPlan choose_artifact declared_parameters "
+                "execute listed_outputs prepare run",
+    "widgets": "EXECUTOR_SLIDERS Figure1Explorer MetaRouteExplorer PALETTE REVIEW_CSS RuleEditor decision_paths_figure "
+               "parse_topk policy_outcomes_figure review_html",
+}.items() for name in names.split()}
 __all__ = sorted(_EXPORTS)
 
 

@@ -55,20 +55,11 @@ def decisions_table(decisions: Iterable[Decision], *, label: str = "request_id",
                     ) -> pd.DataFrame:
     """One row per decision: what was emitted and why (``details``: also the winning rule's priority, empty without
     a rule, and the model calls made)."""
-    rows = []
-    for d in decisions:
-        extra = {"rule_priority": d.rule.priority if d.rule else "", "calls": d.calls} if details else {}
-        rows.append({
-            label: d.request_id,
-            "terminal": d.terminal.value,
-            "final_path": d.final_path,
-            "action@object": d.strict_path,
-            "winning_rule": d.rule_id or "",
-            "rule_decision": d.rule.decision.value if d.rule else "",
-            "reason": d.reason.value,
-            **extra,
-        })
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{label: d.request_id, "terminal": d.terminal.value, "final_path": d.final_path,
+                          "action@object": d.strict_path, "winning_rule": d.rule_id or "",
+                          "rule_decision": d.rule.decision.value if d.rule else "", "reason": d.reason.value,
+                          **({"rule_priority": d.rule.priority if d.rule else "", "calls": d.calls} if details else {})}
+                         for d in decisions])
 
 
 def outcome_figure(summary: pd.DataFrame, classes: list[str], title: str, *, label: str = "edit"):

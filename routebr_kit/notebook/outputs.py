@@ -19,6 +19,13 @@ from ..store.kitfiles import source_checkout
 CAPTIONS = "captions.json"
 
 
+def notebook_cwd() -> Path:
+    """The notebooks' working directory (and the base of relative paths): ``notebooks/`` in a checkout, the current
+    directory for an installed wheel (the package folder is never written to)."""
+    checkout = source_checkout()
+    return checkout / "notebooks" if checkout is not None else Path.cwd()
+
+
 def kit_path(value: str | Path | None, *, empty: str | Path = "") -> str:
     """A path parameter of a notebook, resolved the same from any working directory.
 
@@ -30,10 +37,7 @@ def kit_path(value: str | Path | None, *, empty: str | Path = "") -> str:
     if value is None or str(value) == "":
         return str(empty)
     path = Path(value).expanduser()
-    if not path.is_absolute():
-        checkout = source_checkout()
-        path = Path(os.path.normpath((checkout / "notebooks" if checkout is not None else Path.cwd()) / path))
-    return str(path)
+    return str(path if path.is_absolute() else Path(os.path.normpath(notebook_cwd() / path)))
 
 
 @dataclass(frozen=True)

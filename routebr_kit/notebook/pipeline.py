@@ -65,17 +65,11 @@ from ..report import write_report
 from ..store.artifact import ARTIFACT_ENV, Artifact, artifact_candidates, find_artifact, is_artifact_dir
 from ..store.files import read_json, read_yaml
 from ..store.kitfiles import notebooks_dir, source_checkout
-from .outputs import CAPTIONS
+from .outputs import CAPTIONS, notebook_cwd
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = notebooks_dir()  # the checkout's notebooks/, else the copies the wheel ships
 log = logging.getLogger("routebr_kit.notebook.pipeline")
-
-
-def notebook_cwd() -> Path:
-    """The notebooks' working directory (and the base of relative input paths): ``notebooks/`` in a checkout, the
-    current directory for an installed wheel (the package folder is never written to)."""
-    return NOTEBOOKS if source_checkout() is not None else Path.cwd()
 
 
 @dataclass(frozen=True)
@@ -355,10 +349,7 @@ def run(plan: RunPlan, out: Path, *, artifact: str | Path | ArtifactChoice | Non
     ``artifact``: a path (must be an artifact) or a :func:`choose_artifact` result; with ``discover`` and no
     ``artifact`` the first artifact found is used.  Every check of :func:`prepare` happens before ``out`` exists.
     """
-    if isinstance(artifact, ArtifactChoice):
-        choice = artifact
-    else:
-        choice = choose_artifact(artifact, discover=discover)
+    choice = artifact if isinstance(artifact, ArtifactChoice) else choose_artifact(artifact, discover=discover)
     return execute(prepare(plan, out, artifact=choice, resume=resume), progress=progress)
 
 

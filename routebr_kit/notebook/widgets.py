@@ -53,8 +53,6 @@ PALETTE = "colorblind"
 _TRACE_ORDER = tuple(TraceStep)
 
 
-
-
 def _step_colours() -> dict[str, Any]:
     c = sns.color_palette(PALETTE)
     return {"pass": c[0], "stop": c[3], "dispatch": c[2], "skipped": (0.88, 0.88, 0.88)}
@@ -148,8 +146,6 @@ def _png(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-
-
 def parse_topk(text: str) -> list[str]:
     """``"A5, A3"`` → ``["A5", "A3"]`` (commas or spaces; the controller's contract checks the rest)."""
     return [part for part in text.replace(",", " ").split() if part]
@@ -206,7 +202,7 @@ class Figure1Explorer:
         self.decision: Decision | None = None
         self.error: str | None = None
         for control in [*self.states.values(), self.action, self.object, self.topk, self.enforce_state]:
-            control.observe(self._changed, names="value")
+            control.observe(lambda _change: self.update(), names="value")
         self.update()
 
     # -------------------------------------------------------------------------------------------- inputs
@@ -224,9 +220,6 @@ class Figure1Explorer:
         if controller.options.enforce_state is not self.enforce_state.value:
             controller = controller.with_options(enforce_state=self.enforce_state.value)
         return controller.decide(self.request.with_state(self.state()), self.proposal())
-
-    def _changed(self, _change: Any) -> None:
-        self.update()
 
     def update(self) -> Decision | None:
         """Re-decide and redraw; a typed error is shown in place of the result."""
@@ -277,7 +270,6 @@ class Figure1Explorer:
         box = widgets.VBox([controls, self.terminal, widgets.HBox([self.trace_html, self.image])])
         box.add_class("routebr-figure1-explorer")
         return box
-
 
 
 #: The executor constants the explorer exposes: dotted key → (min, max, step).
@@ -334,7 +326,7 @@ class MetaRouteExplorer:
         self.run: BenchmarkRun | None = None
         self.error: str | None = None
         for control in [*self.sliders.values(), self.seeds]:
-            control.observe(self._changed, names="value")
+            control.observe(lambda _change: self.update(), names="value")
         self.update()
 
     def overrides(self) -> dict[str, float]:
@@ -343,9 +335,6 @@ class MetaRouteExplorer:
 
     def config(self) -> MetaRouteConfig:
         return self.base.with_overrides(self.overrides())
-
-    def _changed(self, _change: Any) -> None:
-        self.update()
 
     def update(self) -> BenchmarkRun | None:
         """Re-run the fast executor with the current constants and redraw (typed errors shown, not raised)."""
@@ -479,8 +468,6 @@ class RuleEditor:
         self.error = None
         self.result.value = review_html(outcome)
         return outcome
-
-
 
 
 class SessionExplorer:

@@ -10,8 +10,8 @@ from .html import figure_views, render, script_json, write_html, written_time
 from .model import ReportData, build_report, pack, unpack
 from .sources import Producer, ReportSource, SourceKind, load_source
 from .traces import RowTrace, TraceSource, task_traces
-from .write import report_command, write_report
+from .write import write_report
 
 __all__ = ["Producer", "ReportData", "ReportSource", "RowTrace", "SourceKind", "TraceSource", "build_report",
-           "figure_views", "load_source", "pack", "render", "report_command", "script_json", "task_traces",
-           "unpack", "write_html", "write_report", "written_time"]
+           "figure_views", "load_source", "pack", "render", "script_json", "task_traces", "unpack",
+           "write_html", "write_report", "written_time"]

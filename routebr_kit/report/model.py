@@ -17,6 +17,7 @@ import base64
 import json
 import math
 import zlib
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,11 +53,8 @@ class Column:
     _index: dict[str, int] = field(default_factory=dict)
 
     def add(self, value: str) -> None:
-        code = self._index.get(value)
-        if code is None:
-            code = self._index[value] = len(self.values)
-            self.values.append(value)
-        self.codes.append(code)
+        self.declare(value)
+        self.codes.append(self._index[value])
 
     def declare(self, value: str) -> None:
         """Give ``value`` the next code without a row (the dictionary's order is the filter's order)."""
@@ -157,9 +155,7 @@ def scorecard(task: LedgerTask, assets: AssetsCache | None = None,
         s = score(rows, task.cases)
         pairs = None
         if split == Split.FLIP.value:
-            members: dict[str, int] = {}
-            for r in rows:
-                members[task.cases[r.case_id].pair_id] = members.get(task.cases[r.case_id].pair_id, 0) + 1
+            members = Counter(task.cases[r.case_id].pair_id for r in rows)
             complete = [r for r in rows if members[task.cases[r.case_id].pair_id] == 2]
             pairs = flip_pairs(complete, task.cases).pairs if complete else None
         out.append({"task": task.key, "system": task.system.value, "split": split,
@@ -264,7 +260,7 @@ def build_report(source: ReportSource, *, base: ReportSource | None = None, gate
     case_index: dict[tuple[str, str], int] = {}
     details: list[dict[str, Any]] = []
     base_details: list[dict[str, Any]] = []
-    sources_used: dict[str, int] = {}
+    sources_used: Counter[str] = Counter()
 
     ordered: list[tuple[LedgerTask, PredictionRow]] = [(t, r) for t in source.tasks.values() for r in t.rows]
     rank = {k: i for i, k in enumerate(changed)}
@@ -287,7 +283,7 @@ def build_report(source: ReportSource, *, base: ReportSource | None = None, gate
             case_index[ck] = len(cases)
             cases.append(case)
         trace = traces[task.key][key]
-        sources_used[trace.source.value] = sources_used.get(trace.source.value, 0) + 1
+        sources_used[trace.source.value] += 1
         c = changed.get((task.key, row.case_id, row.repeat_id))
         columns["task"].add(task.key)
         columns["split"].add(case.split.value)

@@ -64,10 +64,6 @@ class Producer(str, enum.Enum):
     SHADOW = "shadow"  # a shadow replay under candidate assets (no model call)
     UNKNOWN = "unknown"  # a manifest that says none of the above
 
-    @property
-    def is_simulation(self) -> bool:
-        return self is Producer.SIMULATED
-
 
 @dataclass(frozen=True)
 class TaskOrigin:
@@ -128,7 +124,7 @@ class ReportSource:
 
     @property
     def simulated(self) -> bool:
-        return any(o.producer.is_simulation for o in self.origins.values())
+        return any(o.producer is Producer.SIMULATED for o in self.origins.values())
 
 
 # --------------------------------------------------------------------------------------------- recognising folders
@@ -292,18 +288,13 @@ def _notebook_figures(root: Path, notebooks: Sequence[NotebookEntry]) -> tuple[F
         captions = root / nb.name / CAPTIONS
         if not captions.is_file():
             continue
-        for entry in _read_list(captions):
+        for entry in read_json(captions, "a JSON list of captions", kind=list):
             if not isinstance(entry, dict) or entry.get("kind") != "figure":
                 continue
             png = next((f for f in entry.get("files") or [] if str(f).endswith(".png")), None)
             if png and ((root / nb.name / png).exists() or (root / nb.name / png).is_symlink()):
                 figures.append(FigureFile(root / nb.name / png, str(entry.get("caption") or ""), nb.name))
     return tuple(figures)
-
-
-def _read_list(path: Path) -> list[Any]:
-    """A JSON list file, read through the strict reader (wrapped, since it reads objects)."""
-    return read_json(path, "a JSON list of captions", kind=list)
 
 
 def _loose_figures(root: Path) -> tuple[FigureFile, ...]:

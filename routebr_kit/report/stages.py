@@ -31,14 +31,16 @@ CHANGE_STAGE_KEYS: Mapping[str, tuple[str, ...]] = {
 
 #: What each trace source means (the explorer shows it next to every stage built from that source).
 SOURCE_TEXT = {
-    TraceSource.RECEIPT: "receipt (decision record as recorded)",
-    TraceSource.REPLAY_RECEIPT: "replayed now: the receipt's recorded replies through the assets beside the cases file",
-    TraceSource.REPLAY_ROW: "replayed now: the proposal rebuilt from the ledger row (no receipt) through the assets "
-                            "beside the cases file",
-    TraceSource.SHADOW_RECORD: "shadow record (shadow_rows.jsonl: rule, object gate, reason)",
-    TraceSource.LEDGER_ROW: "ledger row (predictions.csv) only",
+    TraceSource.RECEIPT.value: "receipt (decision record as recorded)",
+    TraceSource.REPLAY_RECEIPT.value: "replayed now: the receipt's recorded replies through the assets beside the "
+                                      "cases file",
+    TraceSource.REPLAY_ROW.value: "replayed now: the proposal rebuilt from the ledger row (no receipt) through the "
+                                  "assets beside the cases file",
+    TraceSource.SHADOW_RECORD.value: "shadow record (shadow_rows.jsonl: rule, object gate, reason)",
+    TraceSource.LEDGER_ROW.value: "ledger row (predictions.csv) only",
 }
-SOURCE_TEXT = {k.value: v for k, v in SOURCE_TEXT.items()}
+#: B1/B2 have no state gate: the stage says so.
+_NO_STATE_GATE = "No state gate in code: B1 checks no rule; B2's guard is the model's own reading of the rule table."
 
 
 def _text(value: Any) -> str:
@@ -163,7 +165,7 @@ def _decision_stages(row: PredictionRow, d: Mapping[str, Any], source: str) -> l
             _item("topk", "topk (lower-ranked: diagnostic only)", proposal.get("topk") if proposal else None)],
             note="" if proposal else "No proposal was accepted: nothing was committed."))
         rule = d.get("rule") if isinstance(d.get("rule"), dict) else None
-        gate = _trace_detail(d, "STATE_GATE")
+        gate = _trace_event(d, "STATE_GATE")
         state_errors = _errors(d.get("state_errors") or [])
         stages.append(_stage("state_gate", "State gate", source, [
             _item("gate_enforced", "gate enforced", d.get("gate_enforced")),
@@ -171,7 +173,7 @@ def _decision_stages(row: PredictionRow, d: Mapping[str, Any], source: str) -> l
             _item("rule_version", "rule version", rule.get("version") if rule else None),
             _item("rule_decision", "rule decision", rule.get("decision") if rule else None),
             _item("rule_priority", "priority", rule.get("priority") if rule else None),
-            _item("condition", "evaluation", gate)],
+            _item("condition", "evaluation", gate and f"{gate.get('outcome')}: {gate.get('detail')}")],
             [_json_block("state_errors", "state schema violations", state_errors)] if state_errors else [],
             "" if rule or state_errors else "Not reached: no accepted proposal."))
         stages.append(_stage("object_gate", "Object gate", source, [
@@ -187,24 +189,22 @@ def _decision_stages(row: PredictionRow, d: Mapping[str, Any], source: str) -> l
             [_json_block("route", "accepted route", route)] if route else []))
         stages.append(_stage("state_gate", "State gate", source, [_item("rule_ids", "rules the model cited",
                                                                          route.get("rule_ids") if route else None)],
-                             note="No state gate in code: B1 checks no rule; B2's guard is the model's own reading "
-                                  "of the rule table."))
+                             note=_NO_STATE_GATE))
     stages.append(_terminal(row, d, source))
     return stages
 
 
-def _trace_detail(d: Mapping[str, Any], step: str) -> str | None:
-    for event in d.get("trace") or []:
-        if isinstance(event, dict) and event.get("step") == step:
-            return f"{event.get('outcome')}: {event.get('detail')}"
-    return None
+def _trace_event(d: Mapping[str, Any], step: str) -> Mapping[str, Any] | None:
+    """The decision record's first trace event of ``step`` (``None``: the decision never reached it)."""
+    return next((e for e in d.get("trace") or [] if isinstance(e, dict) and e.get("step") == step), None)
 
 
 def _terminal(row: PredictionRow, d: Mapping[str, Any] | None, source: str) -> dict[str, Any]:
     items = []
     blocks = []
     if d is not None:
-        emitted = _trace_emit(d)
+        emit = _trace_event(d, "EMIT")
+        emitted = None if emit is None else str(emit.get("outcome"))
         items += [_item("terminal", "terminal", d.get("terminal")), _item("emitted", "emitted", emitted),
                   _item("final_path", "final path", d.get("final_path")),
                   _item("strict_path", "strict path", d.get("strict_path")),
@@ -222,13 +222,6 @@ def _terminal(row: PredictionRow, d: Mapping[str, Any] | None, source: str) -> d
     if d is not None and d.get("final_path") is not None and d.get("final_path") != row.pred_final_path:
         note = "The ledger row and the decision record disagree on the final path."
     return _stage("terminal", "Terminal", source, items, blocks, note)
-
-
-def _trace_emit(d: Mapping[str, Any]) -> str | None:
-    for event in d.get("trace") or []:
-        if isinstance(event, dict) and event.get("step") == "EMIT":
-            return str(event.get("outcome"))
-    return None
 
 
 def _row_only_stages(row: PredictionRow, trace: RowTrace, controller: bool) -> list[dict[str, Any]]:
@@ -256,8 +249,7 @@ def _row_only_stages(row: PredictionRow, trace: RowTrace, controller: bool) -> l
         stages.append(_stage("object_gate", "Object gate", source, [
             _item("object_resolution", "object resolution", detail.object_resolution if detail else None)]))
     else:
-        stages.append(_stage("state_gate", "State gate", "system", note="No state gate in code: B1 checks no "
-                             "rule; B2's guard is the model's own reading of the rule table."))
+        stages.append(_stage("state_gate", "State gate", "system", note=_NO_STATE_GATE))
     terminal = _terminal(row, None, "ledger row")
     if detail is not None:
         terminal["items"].insert(0, _item("reason", "reason code", detail.reason))

@@ -3,7 +3,6 @@ notebook pipeline's ``report.html``."""
 
 from __future__ import annotations
 
-import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,15 +53,4 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, *, base: st
     return WrittenReport(path, data.rows, changed, path.stat().st_size, time.perf_counter() - started, source.kind)
 
 
-def report_command(run_dir: str | Path, *, base: str | Path | None = None, cases: str | Path | None = None,
-                   out: str | Path | None = None, gate: str | None = None) -> str:
-    """The shell command that writes the report of ``run_dir`` (for ``review`` to print: its shadow output with
-    ``base`` the frozen release's ledgers and its ``gate`` spec)."""
-    parts = ["routebr-kit", "report", str(run_dir)]
-    for flag, value in (("--base", base), ("--cases", cases), ("--gate", gate), ("--out", out)):
-        if value is not None:
-            parts += [flag, str(value)]
-    return shlex.join(parts)
-
-
-__all__ = ["REPORT_NAME", "WrittenReport", "default_out", "report_command", "write_report"]
+__all__ = ["REPORT_NAME", "WrittenReport", "default_out", "write_report"]
