@@ -34,3 +34,13 @@ def test_one_line_rows_keeps_each_row_of_a_wide_table_on_one_line() -> None:
     assert ".routebr-one-line td, .routebr-one-line th {white-space: nowrap;}" in html
     assert html.startswith('<div class="routebr-one-line">') and html.endswith("</div>")
     assert all(case in html for case in frame["cases"]) and html.count("</tr>") == 1 + len(frame)
+
+
+def test_one_line_rows_keeps_the_frames_plain_text_form() -> None:
+    import pandas as pd
+
+    from routebr_kit.notebook.display import one_line_rows
+
+    frame = pd.DataFrame({"cases": ["MAIN-0242 MAIN-0245 +12 more"]})
+    bundle = one_line_rows(frame)._repr_mimebundle_()
+    assert bundle["text/plain"] == repr(frame) and "routebr-one-line" in bundle["text/html"]

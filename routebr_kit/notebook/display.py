@@ -35,14 +35,28 @@ def setup() -> None:
         pass
 
 
-def one_line_rows(frame: pd.DataFrame) -> Any:
-    """``frame`` as an HTML table whose cells never wrap. JupyterLab squeezes the columns of a table wider than the
-    page and wraps every cell that holds a space, so a grouped table with a ``cases`` column grows rows several lines
-    tall; with ``nowrap`` (scoped to this table) each row stays one line and the table scrolls sideways instead."""
-    from IPython.display import HTML
+class OneLineRows:
+    """A DataFrame shown as an HTML table whose cells never wrap. JupyterLab squeezes the columns of a table wider
+    than the page and wraps every cell that holds a space, so a grouped table with a ``cases`` column grows rows
+    several lines tall; with ``nowrap`` (scoped to this table) each row stays one line and the table scrolls sideways
+    instead. The plain-text form is the frame's own, for readers without HTML."""
 
-    style = "<style>.routebr-one-line td, .routebr-one-line th {white-space: nowrap;}</style>"
-    return HTML(f'<div class="routebr-one-line">{style}{frame.to_html()}</div>')
+    STYLE = "<style>.routebr-one-line td, .routebr-one-line th {white-space: nowrap;}</style>"
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self.frame = frame
+
+    @property
+    def data(self) -> str:
+        return f'<div class="routebr-one-line">{self.STYLE}{self.frame.to_html()}</div>'
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/html": self.data, "text/plain": repr(self.frame)}
+
+
+def one_line_rows(frame: pd.DataFrame) -> OneLineRows:
+    """``frame`` for display with one line per row (see :class:`OneLineRows`)."""
+    return OneLineRows(frame)
 
 
 def trace_table(decision: Decision) -> pd.DataFrame:
