@@ -85,7 +85,9 @@ def predicate(draw, fields):
 
 
 def _condition_fields(r) -> set[str]:
-    return set(r.condition.fields())
+    """The state fields a rule's condition reads (its predicates' keys and cross-field operands)."""
+    predicates = r.condition.predicates
+    return {p.key for p in predicates} | {p.other_field for p in predicates if p.other_field}
 
 
 @st.composite
