@@ -10,7 +10,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "routebr_kit"
 STDLIB_MODULES = sorted([*(PACKAGE / "core").glob("*.py"),
-                         *(PACKAGE / "backends" / name for name in ("base.py", "scripted.py", "replay.py")),
+                         *(PACKAGE / "backends" / name for name in ("__init__.py", "scripted.py", "replay.py")),
                          *(PACKAGE / "store" / name for name in ("__init__.py", "assets.py", "cases.py", "ledger.py",
                                                                  "artifact.py", "redact.py", "fetch.py")),
                          PACKAGE / "runs" / "replay.py"])
