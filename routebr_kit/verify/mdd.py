@@ -34,7 +34,7 @@ class Manager:
         self._unique: dict[tuple[int, tuple[int, ...]], int] = {}
         self._leaf: dict[Hashable, int] = {}
         self._value: dict[int, Hashable] = {}
-        self._leaves_memo: dict[int, frozenset] = {}
+        self._leaves_memo: dict[int, tuple] = {}
         self._groups: dict[int, tuple[tuple[int, frozenset[int]], ...]] = {}  # node -> (child, its values)
         #: For clients: results that are functions of node ids of this manager (e.g. a compiled rule chain).
         self.cache: dict[Hashable, Any] = {}
@@ -156,12 +156,13 @@ class Manager:
         return self.apply(lambda inside, v: v if inside else None, mask, a)
 
     # ---- inspection
-    def leaves(self, a: int) -> frozenset:
-        """Every leaf value reachable from ``a`` (every one is taken by some point)."""
+    def leaves(self, a: int) -> tuple:
+        """Every leaf value reachable from ``a`` (every one is taken by some point), in the order their nodes were
+        made: a walk over them is the same in every process, whatever the string hash seed."""
         found = self._leaves_memo.get(a)
         if found is None:
-            found = self._leaves_memo[a] = frozenset(self._value[x] for x in self._reachable(a)
-                                                     if self._children[x] is None)
+            found = self._leaves_memo[a] = tuple(dict.fromkeys(
+                self._value[x] for x in sorted(self._reachable(a)) if self._children[x] is None))
         return found
 
     def evaluate(self, a: int, point: Sequence[int]) -> Hashable:
