@@ -35,7 +35,7 @@ TARGET_RATIO = 2.0
 
 def targets(tree: Path) -> list[tuple[str, list[str]]]:
     """(label, argv after the interpreter) for the baselines, ``--help`` and every command's ``--help``."""
-    listing = subprocess.run([sys.executable, "-c", "from routebr_kit.cli.main import COMMANDS; print(*COMMANDS)"],
+    listing = subprocess.run([sys.executable, "-c", "from routebr_kit.cli.app import COMMANDS; print(*COMMANDS)"],
                              env=_env(tree), cwd=tree, capture_output=True, text=True, check=True).stdout.split()
     return [("python -c pass", ["-c", "pass"]), ("import routebr_kit", ["-c", "import routebr_kit"]),
             ("--help", ["-c", CLI, "--help"]), *((f"{name} --help", ["-c", CLI, name, "--help"]) for name in listing)]

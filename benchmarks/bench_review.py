@@ -41,7 +41,7 @@ RULE = ('R065,65,A5_PROTECTED_ACTION,"{""policy_version"":{""lt"":""v2""}}",HAND
 SHADOW_LIBRARY = """
 import sys
 from routebr_kit.review.assets import compare_assets
-from routebr_kit.review.impact import artifact_asset_files
+from routebr_kit.review.change_impact import artifact_asset_files
 from routebr_kit.review.ledgers import load_ledgers
 from routebr_kit.review.shadow import shadow_replay, write_shadow
 artifact, rules, out = sys.argv[1:]

@@ -1,6 +1,6 @@
 """``python -m routebr_kit`` — the same command line as ``routebr-kit``.
 
-A Ctrl-C while the command line's modules import (before :func:`routebr_kit.cli.main.main` takes over) is exit 130
+A Ctrl-C while the command line's modules import (before :func:`routebr_kit.cli.app.main` takes over) is exit 130
 with one line too; only the interpreter's own start-up, before this file runs, can still end by the signal.
 """
 

@@ -284,7 +284,7 @@ def test_cli_protocol_published(routebr_artifact, tmp_path):
 
 
 def test_cli_unknown_protocol_is_one_line(routebr_artifact, capsys):
-    from routebr_kit.cli.main import main
+    from routebr_kit.cli.app import main
 
     path = routebr_artifact / "data" / "routebr_confirm_320.csv"
     with pytest.raises(SystemExit) as exited:

@@ -35,7 +35,7 @@ from routebr_kit.backends import openai_compat
 from routebr_kit.backends.openai_compat import OpenAICompatBackend
 from routebr_kit.backends.profiles import DEFAULT_DEADLINE_S, Profile, load_profiles
 from routebr_kit.backends.registry import make_backend
-from routebr_kit.cli.main import main
+from routebr_kit.cli.app import main
 from routebr_kit.core.controller import failure_reason
 from routebr_kit.prompts import load_prompts
 from routebr_kit.runs.runner import arun_cases

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from routebr_kit.cli.main import main
+from routebr_kit.cli.app import main
 from routebr_kit.core.errors import DataError, ErrorCode
 from routebr_kit.scale.executors import ExecutorSpec, check_scheduler, parse_address
 from routebr_kit.store.ledger import read_predictions

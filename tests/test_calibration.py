@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routebr_kit.cli.main import main
+from routebr_kit.cli.app import main
 from routebr_kit.core.errors import DataError, ErrorCode
 from routebr_kit.core.records import System
 from routebr_kit.evaluation.paired import bootstrap_drop_distribution, bootstrap_drop_quantile, drop_lcb, regression_p

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from routebr_kit.cli.main import COMMANDS, build_parser, load_command
+from routebr_kit.cli.app import COMMANDS, build_parser, load_command
 
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("pandas", "numpy", "scipy", "matplotlib")
@@ -38,7 +38,7 @@ def _run(code: str, *args: str) -> tuple[subprocess.CompletedProcess[str], list[
 
 
 def _command_modules(loaded: list[str]) -> set[str]:
-    return {m for m in loaded if m.startswith("routebr_kit.cli.")} - {"routebr_kit.cli.main", "routebr_kit.cli.common"}
+    return {m for m in loaded if m.startswith("routebr_kit.cli.")} - {"routebr_kit.cli.app", "routebr_kit.cli.common"}
 
 
 def test_the_table_offers_every_command_the_cli_offered():

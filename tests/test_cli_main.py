@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from routebr_kit.cli import COMMANDS, build_parser
-from routebr_kit.cli.main import load_command
+from routebr_kit.cli.app import load_command
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
@@ -26,7 +26,7 @@ def test_the_full_help_lists_every_command_in_order():
 
 
 def test_one_command_does_not_import_the_others():
-    code = ("import sys; from routebr_kit.cli.main import build_parser; build_parser(['fetch-artifact']); "
+    code = ("import sys; from routebr_kit.cli.app import build_parser; build_parser(['fetch-artifact']); "
             "print(sorted(m for m in ('pandas', 'scipy', 'routebr_kit.cli.tables', 'routebr_kit.cli.shadow') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

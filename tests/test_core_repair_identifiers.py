@@ -97,7 +97,7 @@ def test_a_top_level_identifier_is_what_the_object_gives():
     assert controller().decide(request(), first, proposal(A5, "P_ALPHA", [A5])).reason is \
         R.FAIL_CLOSED_REPAIR_CHANGED_PROPOSAL
     wrapped = {"proposal": {"action_id": A5, "object_id": "P_ALPHA"}}  # no top-level key: the text is scanned
-    assert held_identifiers(wrapped) == rk.HeldIdentifiers((A5,), ("P_ALPHA",))
+    assert held_identifiers(wrapped) == rk.core.HeldIdentifiers((A5,), ("P_ALPHA",))
     assert controller().decide(request(), wrapped, proposal(A5, "P_ALPHA", [A5])).dispatched
 
 

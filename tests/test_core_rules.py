@@ -96,7 +96,7 @@ def test_invalid_conditions_are_rejected_at_load(condition, code):
 
 
 def test_describe_is_readable():
-    cond = rk.Condition.parse({"amount": {"lte": {"field": "limit"}}, "channel": {"in": ["app"]},
+    cond = rk.core.Condition.parse({"amount": {"lte": {"field": "limit"}}, "channel": {"in": ["app"]},
                                "k": {"exists": False}})
     assert cond.describe() == 'amount <= field limit AND channel in ["app"] AND k is missing'
 

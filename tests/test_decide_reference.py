@@ -552,7 +552,8 @@ def test_snapshot_reads_each_container_once_and_keeps_cycles_out():
     loop["self"] = loop
     loop["again"] = loop  # two ways round the cycle: copied level by level, linear in the depth bound
     taken = snapshot(loop)
-    assert exceeds_depth(taken, MAX_DEPTH) and rk.parse_output(loop)[1][0].code is rk.ContractErrorCode.NESTING_TOO_DEEP
+    assert exceeds_depth(taken, MAX_DEPTH)
+    assert rk.core.parse_output(loop)[1][0].code is rk.ContractErrorCode.NESTING_TOO_DEEP
     level, node = 1, taken
     while node:
         node, level = node["self"], level + 1

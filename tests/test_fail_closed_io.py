@@ -83,7 +83,7 @@ def served():
         yield server, responder
 
 
-def run_with(server, responder, answer, bench, out: Path, cases=None, base_url=None, **kwargs) -> rk.RunResult:
+def run_with(server, responder, answer, bench, out: Path, cases=None, base_url=None, **kwargs) -> rk.runs.RunResult:
     responder.answer = answer if callable(answer) else (lambda request, number: answer)
     assets, all_cases = bench
     chosen = list(cases if cases is not None else all_cases[:2])
@@ -98,7 +98,7 @@ def receipts(out: Path) -> list[dict]:
     return [json.loads(p.read_bytes().decode("utf-8")) for p in sorted((out / "run" / "raw").glob("*.json"))]
 
 
-def assert_recorded(result: rk.RunResult, out: Path, bench, cases=None) -> None:
+def assert_recorded(result: rk.runs.RunResult, out: Path, bench, cases=None) -> None:
     """One row per case, every receipt strict JSON, no key anywhere, no bad dispatch, receipts replay the same."""
     assets, all_cases = bench
     chosen = list(cases if cases is not None else all_cases[:2])

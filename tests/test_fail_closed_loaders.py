@@ -274,7 +274,7 @@ def test_the_audit_reports_states_that_break_the_schema(routebr_artifact, tmp_pa
 
 
 def test_the_audit_cli_takes_a_state_schema(routebr_artifact, tmp_path, capsys):
-    from routebr_kit.cli.main import main
+    from routebr_kit.cli.app import main
 
     data = routebr_artifact / "data"
     schema = write(tmp_path / "schema.json", '{"fields": {"policy_version": {"type": "string", "allowed": ["v2"]}}}')

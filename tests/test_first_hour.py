@@ -84,7 +84,7 @@ def _nested(text: str) -> list[str]:
 
 
 def test_no_artifact_found_is_said_without_nested_parentheses(tmp_path, monkeypatch, capsys):
-    from routebr_kit.cli.main import main
+    from routebr_kit.cli.app import main
     from routebr_kit.notebook import pipeline
 
     monkeypatch.delenv("ROUTEBR_ARTIFACT", raising=False)
@@ -98,7 +98,7 @@ def test_no_artifact_found_is_said_without_nested_parentheses(tmp_path, monkeypa
 
 @pytest.mark.parametrize("command", ["replay", "tables"])
 def test_replay_and_tables_find_the_artifact_like_reproduce(routebr_artifact, tmp_path, monkeypatch, capsys, command):
-    from routebr_kit.cli.main import main
+    from routebr_kit.cli.app import main
 
     monkeypatch.setenv("ROUTEBR_ARTIFACT", str(routebr_artifact))
     argv = [command] + (["--out", str(tmp_path / "t")] if command == "tables" else [])
@@ -114,7 +114,7 @@ def test_replay_and_tables_find_the_artifact_like_reproduce(routebr_artifact, tm
 
 
 def test_replay_without_any_artifact_is_one_line_saying_where_it_looked(tmp_path, monkeypatch, capsys):
-    from routebr_kit.cli.main import main
+    from routebr_kit.cli.app import main
     from routebr_kit.notebook import pipeline
 
     monkeypatch.delenv("ROUTEBR_ARTIFACT", raising=False)
@@ -227,7 +227,7 @@ def test_a_release_written_again_from_another_base_replaces_the_earlier_one(tmp_
 def test_reproduce_without_a_bar_prints_one_line_per_notebook(tmp_path, capsys):
     import re
 
-    from routebr_kit.cli.main import main
+    from routebr_kit.cli.app import main
 
     params = tmp_path / "two.yaml"
     params.write_text("name: two\ncell_timeout: 300\nnotebooks:\n  - 00_quickstart\n"

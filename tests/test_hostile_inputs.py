@@ -5,7 +5,7 @@ Each subcommand has one or more *slots* — an input file it reads (a gate, a pr
 ledger, a sweep space, …) — and each slot is filled, in turn, with every hostile input of its format: empty,
 truncated, a repeated key or column, nesting 100,000 deep, megabytes, binary bytes, a symbolic link to itself, the
 wrong type, a directory where a file belongs, and per format NaN, a BOM, a lone surrogate and a YAML alias bomb.
-The commands run in this process (``routebr_kit.cli.main``), so an uncaught exception fails the test with its
+The commands run in this process (``routebr_kit.cli.app``), so an uncaught exception fails the test with its
 traceback; :func:`test_a_hostile_input_in_a_fresh_interpreter_is_one_line` repeats a few in a subprocess.
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from conftest import ROUTEBR_ARTIFACT
 
-from routebr_kit.cli.main import COMMANDS, main
+from routebr_kit.cli.app import COMMANDS, main
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACT = ROUTEBR_ARTIFACT  # found like the CLI finds it (tests/conftest.py)

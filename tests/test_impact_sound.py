@@ -6,7 +6,7 @@ every operator of the rule language (plain equality, eq, ne, lt, lte, gt, gte, i
 ``applies_to`` changes, state-schema files (types, ``required``, ``allowed``, ``additional_fields``), catalog edits
 (object types, descriptions, removed actions) and registry edits, with controller option overrides on top.
 
-Oracles, computed independently of :mod:`routebr_kit.review.impact`:
+Oracles, computed independently of :mod:`routebr_kit.review.change_impact`:
 
 * **sound** — every row whose shadow-replayed decision changes (final path, boundary or dispatched object) is
   selected;
@@ -32,7 +32,7 @@ from routebr_kit.core.records import Boundary, Catalog, Registry, Terminal
 from routebr_kit.core.rules import Operator, PolicyEngine, rule
 from routebr_kit.core.state import StateSchema
 from routebr_kit.review.assets import AssetEdit, EditClass, compare_assets
-from routebr_kit.review.impact import artifact_asset_files, impact
+from routebr_kit.review.change_impact import artifact_asset_files, impact
 from routebr_kit.review.ledgers import LedgerSet, load_ledgers
 from routebr_kit.review.shadow import rebase_cases, shadow_replay
 from routebr_kit.runs.replay import replay_rows

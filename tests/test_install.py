@@ -25,7 +25,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from routebr_kit.cli.main import main
+from routebr_kit.cli.app import main
 from routebr_kit.core.errors import DataError, ErrorCode
 from routebr_kit.dataset import generate_benchmark, write_benchmark
 from routebr_kit.dataset.generate import KIT_DATA_DIR

@@ -12,7 +12,7 @@ pytest.importorskip("sklearn", reason="extra [learned] not installed: pip instal
 
 from routebr_kit.backends.learned import LearnedBackend, load, save, train  # noqa: E402
 from routebr_kit.backends.registry import make_backend  # noqa: E402
-from routebr_kit.cli.main import main  # noqa: E402
+from routebr_kit.cli.app import main  # noqa: E402
 from routebr_kit.core.calls import ModelCall  # noqa: E402
 from routebr_kit.core.contract import check_proposal  # noqa: E402
 from routebr_kit.core.errors import DataError  # noqa: E402

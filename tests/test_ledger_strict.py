@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from routebr_kit.cli.main import main
+from routebr_kit.cli.app import main
 
 TASK = "confirm/routebr/main"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from routebr_kit.backends.local_server import SMOLLM2, free_port, missing_modules, served_models
-from routebr_kit.cli.main import main
+from routebr_kit.cli.app import main
 from routebr_kit.core.calls import FailureKind
 from routebr_kit.core.contract import check_proposal
 from routebr_kit.dataset import generate_benchmark, write_benchmark

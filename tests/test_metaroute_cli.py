@@ -1,4 +1,4 @@
-"""``routebr-kit metaroute`` end to end through ``routebr_kit.cli.main``."""
+"""``routebr-kit metaroute`` end to end through ``routebr_kit.cli.app``."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routebr_kit.cli.main import main
+from routebr_kit.cli.app import main
 from routebr_kit.core.errors import DataError, ErrorCode
 from routebr_kit.metaroute import MetaRouteConfig, Mode, run_benchmark
 from routebr_kit.metaroute.evaluation import compare

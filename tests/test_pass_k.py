@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routebr_kit.cli.main import main
+from routebr_kit.cli.app import main
 from routebr_kit.core.errors import DataError, ErrorCode
 from routebr_kit.evaluation.reliability import pass_hat_k, reliability
 from routebr_kit.store.artifact import Artifact

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from routebr_kit.cli.main import main
+from routebr_kit.cli.app import main
 from routebr_kit.scale.progress import progress_bar, terminal_progress
 
 RUN = ["run", "--profile", "sim:deepseek_v4_primary", "--system", "routebr", "--split", "ENTITY"]

@@ -24,7 +24,7 @@ from routebr_kit.backends.openai_compat import OpenAICompatBackend
 from routebr_kit.backends.profiles import load_profile
 from routebr_kit.backends.registry import make_backend, published_prompts_path
 from routebr_kit.backends.replay import ReplayBackend
-from routebr_kit.cli.main import main
+from routebr_kit.cli.app import main
 from routebr_kit.core.contract import check_proposal
 from routebr_kit.core.hashing import sha256_bytes
 from routebr_kit.experiments.screening import ScreeningConfig, run_backend
@@ -329,7 +329,7 @@ def test_a_repair_of_an_output_the_published_validator_accepts_is_refused(art, a
 def test_the_published_prompt_file_is_validated_with_located_errors(art, tmp_path):
     source = (art / "experiments" / "prompts.json").read_text(encoding="utf-8")
     good = load_published_prompts(art / "experiments" / "prompts.json")
-    assert good.language is rk.Language.ZH and good.protocol is Protocol.PUBLISHED
+    assert good.language is rk.store.Language.ZH and good.protocol is Protocol.PUBLISHED
     assert good.instruction(S.REPAIR_ROUTEBR) == good.instruction(S.REPAIR_B1_DIRECT) == good.texts["REPAIR"]
 
     def broken(change) -> rk.DataError:

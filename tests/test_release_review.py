@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from routebr_kit.backends.registry import make_backend
-from routebr_kit.cli.main import main
+from routebr_kit.cli.app import main
 from routebr_kit.core.errors import DataError, ErrorCode
 from routebr_kit.core.rules import rule
 from routebr_kit.dataset import generate_benchmark, write_benchmark
@@ -292,7 +292,7 @@ def test_review_command_on_run_directories_matches_the_function(kit_run, tmp_pat
 def test_a_loosening_no_recorded_row_sees_fails_the_default_gate_with_its_witness_and_coverage(tmp_path, capsys):
     """Issue 31: R070 no longer applying to A1_ADVISORY changes no recorded row (shadow replay: 0 changed), yet the
     candidate dispatches A1_ADVISORY on stale context: the default gate's widening criterion fails, exit 1."""
-    from routebr_kit.cli.main import main
+    from routebr_kit.cli.app import main
 
     artifact = Path("/work/shared/routebr_artifact")
     cand = tmp_path / "cand"

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import routebr_kit as rk
 from routebr_kit.runs.replay import replay_rows
+from routebr_kit.store import Gold, ObjectDifficulty
 from routebr_kit.store.ledger import prediction_from_decision
 
 ACTIONS = st.sampled_from([A1, A3, A4, A5, "A9_UNKNOWN", "", "NONE"])
@@ -67,7 +68,7 @@ def test_replay_rows_equals_decide_on_the_rebuilt_proposals(proposals, state):
     for i, proposal in enumerate(proposals):
         req = rk.RouteRequest(f"T{i:03d}", "Tell me about Alpha", (), rk.RuntimeState(state),
                               request().candidates)
-        cases[req.request_id] = rk.Case(req, rk.Split.MAIN, rk.Gold(A1, rk.ObjectDifficulty.EXPLICIT_NAME, "P_ALPHA",
+        cases[req.request_id] = rk.Case(req, rk.Split.MAIN, Gold(A1, ObjectDifficulty.EXPLICIT_NAME, "P_ALPHA",
                                                                     rk.Boundary.ALLOW, A1, ("R999",)))
         rows.append(prediction_from_decision(engine.decide(req, proposal), "routebr"))
     replayed = replay_rows(engine, rows, cases)

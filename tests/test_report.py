@@ -10,7 +10,7 @@ import pytest
 from report_fixtures import HOSTILE, HOSTILE_CASE, loosening_edit, simulated_run
 from test_layout import import_graph
 
-from routebr_kit.cli.main import main
+from routebr_kit.cli.app import main
 from routebr_kit.core.errors import DataError, ErrorCode
 from routebr_kit.evaluation.floor import trivial_floor
 from routebr_kit.evaluation.metrics import score

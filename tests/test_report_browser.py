@@ -34,7 +34,7 @@ from report_fixtures import (
 )
 from test_browser import CHROMIUM_FLAGS, chromium
 
-from routebr_kit.cli.main import main
+from routebr_kit.cli.app import main
 from routebr_kit.report import build_report, write_html, write_report
 from routebr_kit.report.sources import Producer, ReportSource, SourceKind, TaskOrigin
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from report_fixtures import simulated_run
 
-from routebr_kit.cli.main import main
+from routebr_kit.cli.app import main
 from routebr_kit.core.errors import DataError
 from routebr_kit.report import sources, write_report
 from routebr_kit.report.urls import check_urls, safe_href

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from routebr_kit.cli.main import main
+from routebr_kit.cli.app import main
 from routebr_kit.core.errors import DataError, ErrorCode
 from routebr_kit.review.diff import ChangeClass, ChangeStage
 from routebr_kit.review.gate import Gate, parse_criterion

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from routebr_kit.core.records import Registry
 from routebr_kit.review.assets import AssetEdit, EditClass, compare_assets
-from routebr_kit.review.impact import ADAPTER_TESTS, artifact_asset_files, impact
+from routebr_kit.review.change_impact import ADAPTER_TESTS, artifact_asset_files, impact
 from routebr_kit.review.ledgers import LedgerSet, load_ledgers
 from routebr_kit.review.shadow import ShadowFlag, shadow_replay
 from routebr_kit.store.assets import Assets
@@ -147,7 +147,7 @@ def test_shadowing_a_run_made_with_a_state_schema_under_the_unchanged_release_ch
                                                                                           capsys):
     import json
 
-    from routebr_kit.cli.main import main
+    from routebr_kit.cli.app import main
 
     root, bench, cases_path, schema = schema_run
     base = ["--ledger", str(root / "run"), "--cases", str(cases_path)]
@@ -178,7 +178,7 @@ def test_a_candidate_state_schema_is_its_own_edit_class_selected_by_impact_and_n
                                                                                              capsys):
     import json
 
-    from routebr_kit.cli.main import main
+    from routebr_kit.cli.app import main
 
     root, bench, cases_path, schema = schema_run
     candidate = tmp_path / "candidate"
@@ -216,7 +216,7 @@ def test_shadow_keys_replies_by_case_and_repeat(schema_run, tmp_path):
     import shutil
 
     from routebr_kit.backends.registry import make_backend
-    from routebr_kit.cli.main import main
+    from routebr_kit.cli.app import main
     from routebr_kit.runs.runner import run_cases
     from routebr_kit.store.assets import assets_beside
     from routebr_kit.store.cases import Split, load_cases

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from routebr_kit.backends.registry import make_backend
-from routebr_kit.cli.main import main
+from routebr_kit.cli.app import main
 from routebr_kit.dataset import generate_benchmark, write_benchmark
 from routebr_kit.runs.runner import run_cases
 from routebr_kit.store.assets import assets_beside

@@ -8,7 +8,7 @@ import pytest
 
 from routebr_kit.core.errors import DataError, ErrorCode
 from routebr_kit.notebook.widgets import RuleEditor
-from routebr_kit.review.impact import artifact_asset_files
+from routebr_kit.review.change_impact import artifact_asset_files
 from routebr_kit.review.ledgers import LedgerSet, load_ledgers
 
 

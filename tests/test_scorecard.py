@@ -90,7 +90,7 @@ def test_the_search_beats_no_attack_on_the_chinese_lexical_proposer(routebr_arti
 
 
 def test_the_adaptive_attack_command_is_seeded_and_reports_the_bound(routebr_artifact, tmp_path, capsys):
-    from routebr_kit.cli.main import main
+    from routebr_kit.cli.app import main
 
     cases = routebr_artifact / "data" / "routebr_confirm_320.csv"
     argv = ["adaptive-attack", "--cases", str(cases), "--lang", "en", "--budget", "3", "--attack-cases", "6",

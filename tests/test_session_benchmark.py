@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from routebr_kit.cli.main import main
+from routebr_kit.cli.app import main
 from routebr_kit.core.composite_decision import CompositeController
 from routebr_kit.core.session import Event, event_of_decision
 from routebr_kit.dataset.sessions import PREDICATES, SCENARIOS, generate_sessions, write_sessions

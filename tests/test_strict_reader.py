@@ -26,7 +26,7 @@ import routebr_kit as rk
 from routebr_kit.backends.cache import ResponseCache
 from routebr_kit.backends.lexical import Lexicon
 from routebr_kit.backends.profiles import load_profiles
-from routebr_kit.cli.main import main
+from routebr_kit.cli.app import main
 from routebr_kit.core.errors import DataError, ErrorCode
 from routebr_kit.metaroute.config import MetaRouteConfig
 from routebr_kit.metaroute.sweep import MAX_CONFIGURATIONS, SweepSpace, design

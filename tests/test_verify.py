@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from routebr_kit.cli.main import main
+from routebr_kit.cli.app import main
 from routebr_kit.core.controller import ControllerOptions
 from routebr_kit.core.errors import DataError, ErrorCode
 from routebr_kit.core.records import Terminal

@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from routebr_kit.cli.main import main
+from routebr_kit.cli.app import main
 from routebr_kit.core.controller import Controller
 from routebr_kit.core.errors import DataError
 from routebr_kit.core.records import Entity, RouteRequest, RuntimeState, Terminal
 from routebr_kit.core.rules import PolicyEngine, rule
 from routebr_kit.core.state import StateSchema
 from routebr_kit.verify import semantic_diff
-from routebr_kit.verify.coverage import Observation
 from routebr_kit.verify.semdiff import Relation
 from routebr_kit.verify.synthetic import CATALOG, REGISTRY
+from routebr_kit.verify.traffic_coverage import Observation
 
 ARTIFACT = Path("/work/shared/routebr_artifact")
 FIELDS = ("p", "q")

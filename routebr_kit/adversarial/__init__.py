@@ -8,19 +8,16 @@ The public API is :data:`__all__`; each name loads its module on first use (``fr
 imports only what ``X`` needs).
 """
 
-from __future__ import annotations
-
 from .. import lazy_exports
 
-#: Every public name → the module of this package that defines it.
+#: Every public name → the module that defines it, imported on first use.
 _EXPORTS: dict[str, str] = {name: module for module, names in {
     "scoring": "FamilyScore Rate RowOutcome judge_rows pooled score_attacks summarise",
     "suite": "AttackFamily AttackSpec CASES_FILE HOSTILE MANIFEST_FILE SPECS_FILE Suite generate_suite load_suite "
-             "lookalike_forms write_suite",
+        "lookalike_forms write_suite",
     "surface": "COUNT_FIELDS CaseSurface Dispatch INVALID_OUTPUT PROTECTED_ACTION Reach SYSTEMS SurfaceAnalyzer "
-               "SurfaceCounts SurfaceReport SystemSurface attack_surface rule_for",
+        "SurfaceCounts SurfaceReport SystemSurface attack_surface rule_for",
 }.items() for name in names.split()}
 __all__ = sorted(_EXPORTS)
-
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

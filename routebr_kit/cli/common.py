@@ -14,7 +14,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 @dataclass(frozen=True, slots=True)
 class Command:
-    """One subcommand: its name and one-line help (its row in :data:`routebr_kit.cli.main.COMMANDS`), how it
+    """One subcommand: its name and one-line help (its row in :data:`routebr_kit.cli.app.COMMANDS`), how it
     configures its parser, and its handler."""
 
     name: str
@@ -27,7 +27,7 @@ def command(configure: Callable[[argparse.ArgumentParser], None]) -> Callable[[H
     """Mark a handler ``(args) -> exit status`` as a subcommand whose options ``configure`` adds to its parser.
 
     The handler stays a plain function (``handler.configure`` is ``configure``); its name and help are its row in
-    :data:`routebr_kit.cli.main.COMMANDS`.  ``configure`` runs for ``CMD --help``: it and the module's top level
+    :data:`routebr_kit.cli.app.COMMANDS`.  ``configure`` runs for ``CMD --help``: it and the module's top level
     import nothing heavy (pandas, numpy, the evaluation stack) — the handler imports what it needs when it runs.
     """
     def wrap(handler: Handler) -> Handler:

@@ -60,7 +60,7 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 def _single_assets(args: argparse.Namespace) -> tuple[Assets, Any]:
     from ..review.assets import AssetFiles
-    from ..review.impact import artifact_asset_files
+    from ..review.change_impact import artifact_asset_files
 
     schema = load_state_schema(args.schema) if args.schema else None
     if args.catalog or args.rules:

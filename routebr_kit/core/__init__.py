@@ -6,40 +6,21 @@ plus the backend seam (calls), errors, strict JSON and hashing.  Loading assets 
 files and the benchmark vocabulary live in :mod:`routebr_kit.store`.
 """
 
-from .calls import Backend, BackendFailure, FailureKind, ModelCall, ModelReply
-from .contract import (
-    ContractResult,
-    HeldIdentifiers,
-    OpaqueValue,
-    check_proposal,
-    guard_repair,
-    held_identifiers,
-    parse_output,
-    read_output,
-    snapshot,
-)
-from .controller import NO_REPAIR, Controller, ControllerOptions, Decision, TraceEvent, TraceStep
-from .errors import ContractError, ContractErrorCode, DataError, ErrorCode, KitError
-from .records import (
-    NONE,
-    UNRESOLVED,
-    AssetHashes,
-    Boundary,
-    Catalog,
-    CatalogAction,
-    Entity,
-    ObjectResolution,
-    Proposal,
-    ReasonCode,
-    Registry,
-    RouteRequest,
-    RuntimeState,
-    Stage,
-    System,
-    Terminal,
-)
-from .rules import Condition, Operator, PolicyEngine, Predicate, Rule, derive_state_schema, rule
-from .state import StateErrorCode, StateField, StateSchema, StateType, StateViolation
-from .strict_json import JsonIssue, StrictJsonError, strict_loads
+from .. import lazy_exports
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+#: Every public name → the module that defines it, imported on first use.
+_EXPORTS: dict[str, str] = {name: module for module, names in {
+    "calls": "Backend BackendFailure FailureKind ModelCall ModelReply",
+    "contract": "ContractResult HeldIdentifiers OpaqueValue check_proposal guard_repair held_identifiers "
+        "parse_output read_output snapshot",
+    "controller": "Controller ControllerOptions Decision NO_REPAIR TraceEvent TraceStep",
+    "errors": "ContractError ContractErrorCode DataError ErrorCode KitError",
+    "records": "AssetHashes Boundary Catalog CatalogAction Entity NONE ObjectResolution Proposal ReasonCode "
+        "Registry RouteRequest RuntimeState Stage System Terminal UNRESOLVED",
+    "rules": "Condition Operator PolicyEngine Predicate Rule derive_state_schema rule",
+    "state": "StateErrorCode StateField StateSchema StateType StateViolation",
+    "strict_json": "JsonIssue StrictJsonError strict_loads",
+}.items() for name in names.split()}
+__all__ = sorted(_EXPORTS)
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -5,30 +5,18 @@
 * :func:`audit_cases` — every published validator check plus the ones it misses, as a typed report.
 """
 
-from .audit import (
-    AuditCode,
-    AuditReport,
-    AuditSet,
-    CheckClass,
-    FileKind,
-    Finding,
-    Severity,
-    audit_cases,
-    audit_files,
-    second_audit,
-)
-from .composition import ACTIONS, Partition, Route, Slot, allocate
-from .generate import (
-    KIT_DATA_DIR,
-    AssetPaths,
-    Benchmark,
-    BenchmarkConfig,
-    Manifest,
-    cases_csv,
-    generate_benchmark,
-    write_benchmark,
-)
-from .labels import GoldLabel, gold_label
-from .language import CueFamily, Language
+from .. import lazy_exports
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+#: Every public name → the module that defines it, imported on first use.
+_EXPORTS: dict[str, str] = {name: module for module, names in {
+    "audit": "AuditCode AuditReport AuditSet CheckClass FileKind Finding Severity audit_cases audit_files "
+        "second_audit",
+    "composition": "ACTIONS Partition Route Slot allocate",
+    "generate": "AssetPaths Benchmark BenchmarkConfig KIT_DATA_DIR Manifest cases_csv generate_benchmark "
+        "write_benchmark",
+    "labels": "GoldLabel gold_label",
+    "language": "CueFamily Language",
+}.items() for name in names.split()}
+__all__ = sorted(_EXPORTS)
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -6,25 +6,16 @@ scores published, replayed, simulated, local and live runs.  Figures live in :mo
 """
 
 from .. import lazy_exports
-from .forbidden import DispatchCheck, DispatchGate, ForbiddenCause, dispatches
-from .metrics import (
-    PAPER_PATH_LABELS,
-    Count,
-    PairScores,
-    Scores,
-    calls_of,
-    first_pass_valid_of,
-    flip_pairs,
-    gold_boundary_disagreements,
-    index_cases,
-    macro_f1,
-    score,
-    scores_frame,
-)
-from .stats import Z95, Interval, McNemar, mcnemar, mcnemar_p_published, wilson, wilson_published
 
-#: The table builders need pandas; they load on first use so that scoring alone (``routebr-kit diff``) does not.
-_TABLES = dict.fromkeys(("SYSTEM_LABELS", "fmt_count", "fmt_pct", "mcnemar_results", "mcnemar_table", "pair_grid",
-                         "rq3_table", "rq12_table", "screening_table"), "tables")
-__all__ = [name for name in dir() if not name.startswith("_") and name != "lazy_exports"] + list(_TABLES)
-__getattr__, __dir__ = lazy_exports(__name__, _TABLES)
+#: Every public name → the module that defines it, imported on first use.
+_EXPORTS: dict[str, str] = {name: module for module, names in {
+    "forbidden": "DispatchCheck DispatchGate ForbiddenCause dispatches",
+    "metrics": "Count PAPER_PATH_LABELS PairScores Scores calls_of first_pass_valid_of flip_pairs "
+        "gold_boundary_disagreements index_cases macro_f1 score scores_frame",
+    "stats": "Interval McNemar Z95 mcnemar mcnemar_p_published wilson wilson_published",
+    "tables": "SYSTEM_LABELS fmt_count fmt_pct mcnemar_results mcnemar_table pair_grid rq12_table rq3_table "
+        "screening_table",
+}.items() for name in names.split()}
+__all__ = sorted(_EXPORTS)
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

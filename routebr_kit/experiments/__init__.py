@@ -4,12 +4,9 @@ The public API is :data:`__all__`; each name loads its module on first use (``fr
 imports only what ``X`` needs).
 """
 
-from __future__ import annotations
-
 from .. import lazy_exports
 
-#: Every public name → the module of this package that defines it (a function named like its module, such as
-#: ``seed_spread``, stays in its module: the package attribute of that name is the module).
+#: Every public name → the module that defines it, imported on first use.
 _EXPORTS: dict[str, str] = {name: module for module, names in {
     "ablations": "Promotion boundary_mcnemar prevented_promotions promote_lower_ranked replay_decisions "
         "replay_variants",
@@ -19,7 +16,7 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
     "published": "Check PublishedComparison PublishedResults ResultsAudit Scorecard audit_results "
         "parse_results_markdown read_published scorecard side_by_side",
     "replication": "Disagreement LedgerOrigin PaperRuns PaperTables ReplayReport TaskReplay artifact_ledgers "
-        "compare_task build_tables paper_runs paper_tables replay_artifact replay_story replay_task",
+        "build_tables compare_task paper_runs paper_tables replay_artifact replay_story replay_task",
     "screening": "COUNT_TOLERANCE PATH_TOLERANCE_POINTS Screening ScreeningConfig compare_with_published "
         "held_out_table label published_runs run_backend run_screening screening_cases screening_figure "
         "seed_scores seed_sweep simulated_rows",
@@ -28,6 +25,5 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
     "study": "Study StudyConfig load_study",
 }.items() for name in names.split()}
 __all__ = sorted(_EXPORTS)
-
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -8,93 +8,27 @@ exact CPython streams or vectorized Philox) → typed traces (:mod:`.records`) �
 
 from .. import lazy_exports
 
-_LAZY: dict[str, str] = {
-    "ablation_frame": "analysis",
-    "action_shares": "analysis",
-    "comparison_frame": "analysis",
-    "detection_power": "analysis",
-    "difficulty_success": "analysis",
-    "failure_breakdown": "analysis",
-    "per_seed_success": "analysis",
-    "power_curve": "analysis",
-    "ranking_agreement": "analysis",
-    "seeds_for_power": "analysis",
-    "slice_comparisons": "analysis",
-    "summary_frame": "analysis",
-    "task_profile_frame": "analysis",
-    "workload_frame": "analysis",
-    "EvaluationConfig": "config",
-    "ExecutorConfig": "config",
-    "GeneratorConfig": "config",
-    "MetaRouteConfig": "config",
-    "NeedProfile": "config",
-    "Operation": "config",
-    "Operations": "config",
-    "PolicyConfig": "config",
-    "StaticRoutes": "config",
-    "SupportOperation": "config",
-    "WorkloadProfiles": "config",
-    "Comparison": "evaluation",
-    "Evaluation": "evaluation",
-    "PolicySummary": "evaluation",
-    "compare": "evaluation",
-    "evaluate": "evaluation",
-    "summarize": "evaluation",
-    "ExactExecutor": "executor",
-    "ExecutionModel": "executor",
-    "Executor": "executor",
-    "FastExecutor": "executor",
-    "GridExecutor": "executor",
-    "Outcome": "executor",
-    "PlanModel": "executor",
-    "expected_success_rates": "executor",
-    "philox4x32": "executor",
-    "trace_uniforms": "executor",
-    "export_run": "export",
-    "AdaptiveRouter": "policies",
-    "FixedPolicy": "policies",
-    "OneShotPolicy": "policies",
-    "Policy": "policies",
-    "RandomPolicy": "policies",
-    "StaticWorkloadPolicy": "policies",
-    "ablation_policies": "policies",
-    "default_policies": "policies",
-    "ExecutionTrace": "records",
-    "FAILURE_CODES": "records",
-    "FailureMode": "records",
-    "PlanChoice": "records",
-    "RouteAction": "records",
-    "RoutePlan": "records",
-    "SUPPORT_ACTIONS": "records",
-    "TaskSpec": "records",
-    "Traces": "records",
-    "Workload": "records",
-    "BenchmarkRun": "run",
-    "Mode": "run",
-    "Suite": "run",
-    "execute_all": "run",
-    "run_benchmark": "run",
-    "METAROUTE_ENV": "source",
-    "MetaRouteSource": "source",
-    "is_metaroute_artifact": "source",
-    "metaroute_candidates": "source",
-    "resolve_metaroute": "source",
-    "SweepDesign": "sweep",
-    "SweepResult": "sweep",
-    "SweepSpace": "sweep",
-    "contrast_table": "sweep",
-    "default_space": "sweep",
-    "design": "sweep",
-    "heatmap_figure": "sweep",
-    "heatmap_table": "sweep",
-    "load_sweep": "sweep",
-    "robustness": "sweep",
-    "run_sweep": "sweep",
-    "sensitivity": "sweep",
-    "generate_tasks": "workloads",
-}
+#: Every public name → the module that defines it, imported on first use.
+_EXPORTS: dict[str, str] = {name: module for module, names in {
+    "analysis": "ablation_frame action_shares comparison_frame detection_power difficulty_success "
+        "failure_breakdown per_seed_success power_curve ranking_agreement seeds_for_power slice_comparisons "
+        "summary_frame task_profile_frame workload_frame",
+    "config": "EvaluationConfig ExecutorConfig GeneratorConfig MetaRouteConfig NeedProfile Operation Operations "
+        "PolicyConfig StaticRoutes SupportOperation WorkloadProfiles",
+    "evaluation": "Comparison Evaluation PolicySummary compare evaluate summarize",
+    "executor": "ExactExecutor ExecutionModel Executor FastExecutor GridExecutor Outcome PlanModel "
+        "expected_success_rates philox4x32 trace_uniforms",
+    "export": "export_run",
+    "policies": "AdaptiveRouter FixedPolicy OneShotPolicy Policy RandomPolicy StaticWorkloadPolicy "
+        "ablation_policies default_policies",
+    "records": "ExecutionTrace FAILURE_CODES FailureMode PlanChoice RouteAction RoutePlan SUPPORT_ACTIONS "
+        "TaskSpec Traces Workload",
+    "run": "BenchmarkRun Mode Suite execute_all run_benchmark",
+    "source": "METAROUTE_ENV MetaRouteSource is_metaroute_artifact metaroute_candidates resolve_metaroute",
+    "sweep": "SweepDesign SweepResult SweepSpace contrast_table default_space design heatmap_figure heatmap_table "
+        "load_sweep robustness run_sweep sensitivity",
+    "workloads": "generate_tasks",
+}.items() for name in names.split()}
+__all__ = sorted(_EXPORTS)
 
-__all__ = sorted(_LAZY)
-
-
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -7,21 +7,18 @@ The public API is :data:`__all__`; each name loads its module on first use (``fr
 imports only what ``X`` needs).
 """
 
-from __future__ import annotations
-
 from .. import lazy_exports
 
-#: Every public name → the module of this package that defines it.
+#: Every public name → the module that defines it, imported on first use.
 _EXPORTS: dict[str, str] = {name: module for module, names in {
-    "display": "ConclusionError decisions_table one_line_rows render_conclusion outcome_figure setup trace_table",
+    "display": "ConclusionError decisions_table one_line_rows outcome_figure render_conclusion setup trace_table",
     "outputs": "Outputs Saved figure_anatomy markdown_table",
-    "pipeline": "ArtifactChoice NotebookJob NotebookResult PreparedRun RunPlan choose_artifact declared_parameters "
-                "execute listed_outputs prepare run",
-    "widgets": "EXECUTOR_SLIDERS Figure1Explorer MetaRouteExplorer PALETTE REVIEW_CSS RuleEditor decision_paths_figure "
-               "parse_topk policy_outcomes_figure review_html",
+    "pipeline": "ArtifactChoice NotebookJob NotebookResult PreparedRun RunPlan choose_artifact "
+        "declared_parameters execute listed_outputs prepare run",
+    "widgets": "EXECUTOR_SLIDERS Figure1Explorer MetaRouteExplorer PALETTE REVIEW_CSS RuleEditor "
+        "decision_paths_figure parse_topk policy_outcomes_figure review_html",
 }.items() for name in names.split()}
 __all__ = sorted(_EXPORTS)
-
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 

@@ -6,12 +6,16 @@ through the kit's readers; ``build_report`` turns it (and an optional base for t
 are embedded).  Only :mod:`routebr_kit.cli` and the notebook pipeline import this package.
 """
 
-from .html import figure_views, render, script_json, write_html, written_time
-from .model import ReportData, build_report, pack, unpack
-from .sources import Producer, ReportSource, SourceKind, load_source
-from .traces import RowTrace, TraceSource, task_traces
-from .write import write_report
+from .. import lazy_exports
 
-__all__ = ["Producer", "ReportData", "ReportSource", "RowTrace", "SourceKind", "TraceSource", "build_report",
-           "figure_views", "load_source", "pack", "render", "script_json", "task_traces", "unpack",
-           "write_html", "write_report", "written_time"]
+#: Every public name → the module that defines it, imported on first use.
+_EXPORTS: dict[str, str] = {name: module for module, names in {
+    "html": "figure_views render script_json write_html written_time",
+    "model": "ReportData build_report pack unpack",
+    "sources": "Producer ReportSource SourceKind load_source",
+    "traces": "RowTrace TraceSource task_traces",
+    "write": "write_report",
+}.items() for name in names.split()}
+__all__ = sorted(_EXPORTS)
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -27,9 +27,9 @@ from typing import Any
 
 from ..core.errors import DataError, ErrorCode
 from .assets import AssetEdit, AssetFiles, compare_assets
+from .change_impact import PAPER_SLICES, ImpactReport, artifact_asset_files, impact
 from .diff import ChangeClass, DiffReport, diff_ledgers, split_table
 from .gate import Gate, GateResult, default_gate
-from .impact import PAPER_SLICES, ImpactReport, artifact_asset_files, impact
 from .ledgers import LedgerSet, load_ledgers, load_many
 from .shadow import ReviewReplay, ShadowResult, parse_options, shadow_ledgers, shadow_replay
 

@@ -248,7 +248,7 @@ BaseCache = dict[tuple[Any, ...], tuple[Decision, ...]]
 
 class ReviewReplay:
     """One replay of each side of a release review, of which the impact selection
-    (:func:`~routebr_kit.review.impact.impact`), the shadow replay (:func:`shadow_replay`) and the paired diff (of
+    (:func:`~routebr_kit.review.impact`), the shadow replay (:func:`shadow_replay`) and the paired diff (of
     :func:`shadow_ledgers`) are views: per controller task, the **base** release's controller on the cases as
     recorded and the **candidate**'s (with the review's ``options``) on the cases under the candidate release
     (:func:`rebase_cases`), each replayed from the recorded replies at most once — the first time a view asks."""

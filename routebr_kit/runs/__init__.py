@@ -4,18 +4,15 @@ The public API is :data:`__all__`; each name loads its module on first use (``fr
 imports only what ``X`` needs).
 """
 
-from __future__ import annotations
-
 from .. import lazy_exports
 
-#: Every public name → the module of this package that defines it.
+#: Every public name → the module that defines it, imported on first use.
 _EXPORTS: dict[str, str] = {name: module for module, names in {
     "leakage": "Leak gold_leaks gold_only_values leak_summary receipt_leaks",
     "replay": "Replayed replay_rows",
-    "runner": "RESUME_KEYS RateLimiter RunResult SYSTEM_NAMES aderive_interventions arun_cases derive_interventions "
-              "describe_backend parse_system rate_limited run_cases",
+    "runner": "RESUME_KEYS RateLimiter RunResult SYSTEM_NAMES aderive_interventions arun_cases "
+        "derive_interventions describe_backend parse_system rate_limited run_cases",
 }.items() for name in names.split()}
 __all__ = sorted(_EXPORTS)
-
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

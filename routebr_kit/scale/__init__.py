@@ -3,9 +3,14 @@ atomic ``cells/<key>/`` results and resume.  Generic: imports only :mod:`routebr
 library; Dask is imported only when a Dask executor is opened.
 """
 
-from .cells import Cell, CellStore, compute
-from .engine import CellFailed, CellRun, run_cells, unique_cells
-from .executors import ExecutorKind, ExecutorSpec, InlineExecutor, open_executor
+from .. import lazy_exports
 
-__all__ = ["Cell", "CellFailed", "CellRun", "CellStore", "ExecutorKind", "ExecutorSpec", "InlineExecutor",
-           "compute", "open_executor", "run_cells", "unique_cells"]
+#: Every public name → the module that defines it, imported on first use.
+_EXPORTS: dict[str, str] = {name: module for module, names in {
+    "cells": "Cell CellStore compute",
+    "engine": "CellFailed CellRun run_cells unique_cells",
+    "executors": "ExecutorKind ExecutorSpec InlineExecutor open_executor",
+}.items() for name in names.split()}
+__all__ = sorted(_EXPORTS)
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -4,29 +4,15 @@ The public API is :data:`__all__`; each name loads its module on first use (``fr
 imports only what ``X`` needs).
 """
 
-from __future__ import annotations
-
 from .. import lazy_exports
 
-#: Every public name → the module of this package that defines it.
-_EXPORTS: dict[str, str] = {
-    "CompositeBaseline": "baselines",
-    "DIRECT_SCHEMA": "baselines",
-    "DirectBaseline": "baselines",
-    "DirectDecision": "baselines",
-    "DirectResult": "baselines",
-    "DirectRoute": "baselines",
-    "GUARD_SCHEMA": "baselines",
-    "RuleCitation": "baselines",
-    "check_direct": "baselines",
-    "check_direct_published": "baselines",
-    "direct_payload": "baselines",
-    "prediction_from_direct": "baselines",
-    "rule_citation": "baselines",
-    "Variant": "variants",
-    "variant_controller": "variants",
-}
+#: Every public name → the module that defines it, imported on first use.
+_EXPORTS: dict[str, str] = {name: module for module, names in {
+    "baselines": "CompositeBaseline DIRECT_SCHEMA DirectBaseline DirectDecision DirectResult DirectRoute "
+        "GUARD_SCHEMA RuleCitation check_direct check_direct_published direct_payload prediction_from_direct "
+        "rule_citation",
+    "variants": "Variant variant_controller",
+}.items() for name in names.split()}
 __all__ = sorted(_EXPORTS)
-
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

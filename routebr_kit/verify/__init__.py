@@ -4,12 +4,16 @@ real controller (issue 21): :func:`verify_release` (regions, dispatch formulas, 
 :func:`coverage` (what the recorded traffic exercises).  Imports :mod:`routebr_kit.core` and
 :mod:`routebr_kit.store` only."""
 
-from .analysis import VerifyReport, verify_release
-from .coverage import CoverageReport, Observation, coverage, coverage_gate, observations_from_ledgers
-from .program import VerifierMismatch
-from .properties import Property, load_properties, parse_properties
-from .semdiff import Relation, SemanticDiff, semantic_diff
+from .. import lazy_exports
 
-__all__ = ["CoverageReport", "Observation", "Property", "Relation", "SemanticDiff", "VerifierMismatch",
-           "VerifyReport", "coverage", "coverage_gate", "load_properties", "observations_from_ledgers",
-           "parse_properties", "semantic_diff", "verify_release"]
+#: Every public name → the module that defines it, imported on first use.
+_EXPORTS: dict[str, str] = {name: module for module, names in {
+    "analysis": "VerifyReport verify_release",
+    "program": "VerifierMismatch",
+    "properties": "Property load_properties parse_properties",
+    "semdiff": "Relation SemanticDiff semantic_diff",
+    "traffic_coverage": "CoverageReport Observation coverage coverage_gate observations_from_ledgers",
+}.items() for name in names.split()}
+__all__ = sorted(_EXPORTS)
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

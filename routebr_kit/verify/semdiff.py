@@ -26,11 +26,11 @@ from typing import Any
 from ..core.controller import ControllerOptions
 from ..core.records import Catalog, Registry, Terminal
 from ..core.rules import PolicyEngine
-from .coverage import Observation
 from .mdd import Manager
 from .program import FAIL, ObjectClass, Outcome, Release, object_classes, representatives, witness_proposal
 from .schemas import extra_fields, schema_changes, unknown_field_warnings
 from .space import Source, build_space
+from .traffic_coverage import Observation
 
 #: At most this many witnesses per action are replayed and listed (the count of changed regions is always exact).
 MAX_WITNESSES = 64
