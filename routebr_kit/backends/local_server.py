@@ -42,10 +42,10 @@ DEFAULT_PORT = 8080
 INSTALL_HINT = "pip install 'routebr-kit[local]'" + (", or make local-model in this checkout"
                                                      if source_checkout() is not None else "")
 #: Modules the extra provides: llama.cpp's bindings and the server's web stack.
-SERVER_MODULES = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "pydantic_settings", "starlette_context")
-GGUF_MAGIC = b"GGUF"
-GGUF_VERSIONS = (2, 3)
-GGUF_HEADER = struct.Struct("<4sIQQ")  # magic, version, tensor count, metadata key count
+_SERVER_MODULES = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "pydantic_settings", "starlette_context")
+_GGUF_MAGIC = b"GGUF"
+_GGUF_VERSIONS = (2, 3)
+_GGUF_HEADER = struct.Struct("<4sIQQ")  # magic, version, tensor count, metadata key count
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +80,7 @@ class ModelChoice:
 
 def missing_modules(*, packaged: PackagedModel | None = SMOLLM2) -> tuple[str, ...]:
     """The extra's modules that cannot be found here (found without importing them)."""
-    wanted = (*SERVER_MODULES, *((packaged.package,) if packaged else ()))
+    wanted = (*_SERVER_MODULES, *((packaged.package,) if packaged else ()))
     return tuple(m for m in wanted if importlib.util.find_spec(m) is None)
 
 
@@ -91,7 +91,7 @@ def require_extra(*, packaged: PackagedModel | None = SMOLLM2) -> None:
                         field="extra", got=list(missing))
 
 
-def packaged_model_path(model: PackagedModel) -> Path:
+def _packaged_model_path(model: PackagedModel) -> Path:
     """The GGUF file inside its package, through :mod:`importlib.resources` — the package is not imported."""
     spec = importlib.util.find_spec(model.package)
     if spec is None:
@@ -110,18 +110,18 @@ def check_gguf(path: str | Path) -> GgufHeader:
     file = str(path)
     try:
         with open_regular(path, "a .gguf model file (a regular file)", field="--model") as handle:
-            head = handle.read(GGUF_HEADER.size)
+            head = handle.read(_GGUF_HEADER.size)
     except OSError as exc:
         raise DataError(ErrorCode.FILE_UNREADABLE, "a readable .gguf file", file=file, field="--model",
                         detail=exc.strerror or type(exc).__name__) from None
-    if len(head) < GGUF_HEADER.size:
+    if len(head) < _GGUF_HEADER.size:
         raise DataError(ErrorCode.EMPTY_FILE if not head else ErrorCode.ROW_SHAPE,
-                        f"a GGUF header of {GGUF_HEADER.size} bytes", file=file, field="header", got=len(head))
-    magic, version, tensors, keys = GGUF_HEADER.unpack(head)
-    if magic != GGUF_MAGIC:
+                        f"a GGUF header of {_GGUF_HEADER.size} bytes", file=file, field="header", got=len(head))
+    magic, version, tensors, keys = _GGUF_HEADER.unpack(head)
+    if magic != _GGUF_MAGIC:
         raise DataError(ErrorCode.INVALID_VALUE, "a GGUF file (magic bytes 'GGUF')", file=file, field="magic",
                         got=magic)
-    if version not in GGUF_VERSIONS:
+    if version not in _GGUF_VERSIONS:
         raise DataError(ErrorCode.INVALID_VALUE, "GGUF version 2 or 3", file=file, field="version", got=version)
     if tensors == 0:
         raise DataError(ErrorCode.EMPTY_VALUE, "a GGUF file with at least one tensor", file=file, field="tensors")
@@ -132,7 +132,7 @@ def resolve_model(spec: str) -> ModelChoice:
     """``smollm2-135m`` (the packaged model) or a path to a ``.gguf`` file (alias: its file stem)."""
     if spec in PACKAGED_MODELS:
         model = PACKAGED_MODELS[spec]
-        return ModelChoice(packaged_model_path(model), model.alias, model)
+        return ModelChoice(_packaged_model_path(model), model.alias, model)
     if not spec.endswith(".gguf"):
         raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a packaged model (" + ", ".join(PACKAGED_MODELS) +
                         ") or a path ending in .gguf", field="--model", got=spec)
@@ -147,7 +147,7 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def port_is_free(port: int) -> bool:
+def _port_is_free(port: int) -> bool:
     """Whether a server could listen on ``port`` now.  The probe binds the way the server will (``SO_REUSEADDR``,
     as uvicorn does), so connections of a server just stopped, lingering in TIME_WAIT, do not count as a listener."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -164,8 +164,8 @@ def default_threads() -> int:
 
 
 #: Bounds of one ``/v1/models`` answer: the whole body within this many seconds, and at most this many bytes.
-MODELS_BODY_DEADLINE_S = 10.0
-MODELS_BODY_MAX_BYTES = 1 << 20
+_MODELS_BODY_DEADLINE_S = 10.0
+_MODELS_BODY_MAX_BYTES = 1 << 20
 
 
 def served_models(base_url: str, timeout: float = 2.0, *, deadline: float | None = None) -> tuple[str, ...]:
@@ -174,10 +174,10 @@ def served_models(base_url: str, timeout: float = 2.0, *, deadline: float | None
     The body is read under a total deadline (``deadline``, a ``time.monotonic()`` value, capped at
     :data:`MODELS_BODY_DEADLINE_S` from now) and :data:`MODELS_BODY_MAX_BYTES`: an endless or dripping body is a
     ``DataError``, never a wait past the caller's start-up deadline."""
-    until = time.monotonic() + MODELS_BODY_DEADLINE_S
+    until = time.monotonic() + _MODELS_BODY_DEADLINE_S
     until = until if deadline is None else min(until, deadline)
     with urllib.request.urlopen(f"{base_url}/models", timeout=timeout) as response:  # noqa: S310 - loopback only
-        body = read_body(response, deadline=until, max_bytes=MODELS_BODY_MAX_BYTES, what=f"{base_url}/models")
+        body = read_body(response, deadline=until, max_bytes=_MODELS_BODY_MAX_BYTES, what=f"{base_url}/models")
         doc = parse_json(body.decode("utf-8"), "the server's model list", kind=dict,
                          file=f"{base_url}/models")
     return tuple(str(m.get("id")) for m in doc.get("data", []) if isinstance(m, dict))
@@ -212,7 +212,7 @@ class LocalServer:
     def start(self) -> LocalServer:
         """Start the server and wait until it serves the model; a server that exits or never answers is an error."""
         require_extra(packaged=self.model.packaged)
-        if not port_is_free(self.port):
+        if not _port_is_free(self.port):
             raise DataError(ErrorCode.INVALID_VALUE, f"a free port on {HOST}", field="--port", got=self.port)
         if self.log_path is None:
             handle, name = tempfile.mkstemp(prefix="routebr-llama-", suffix=".log")
@@ -283,5 +283,5 @@ class LocalServer:
 
 
 __all__ = ["DEFAULT_PORT", "GgufHeader", "HOST", "INSTALL_HINT", "LocalServer", "ModelChoice", "PACKAGED_MODELS",
-           "PackagedModel", "SMOLLM2", "check_gguf", "free_port", "missing_modules", "packaged_model_path",
-           "port_is_free", "require_extra", "resolve_model", "served_models"]
+           "PackagedModel", "SMOLLM2", "check_gguf", "free_port", "missing_modules", "require_extra", "resolve_model",
+           "served_models"]

@@ -63,10 +63,10 @@ from .constrain import Constrain, SchemaStyle, response_format
 from .profiles import Profile, check_deadline
 
 #: Statuses worth another attempt (the SDK's own list): timeouts, conflicts, rate limits, server errors.
-RETRYABLE_STATUS = frozenset({408, 409, 429})
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
 #: What the SDK sends as the key to a loopback server whose profile names no key variable (it requires a value).
-NO_KEY = "no-key"
-MAX_BACKOFF_S = 30.0
+_NO_KEY = "no-key"
+_MAX_BACKOFF_S = 30.0
 #: The most body bytes one response may carry, as received (before any content decoding); a longer body — an
 #: endless chunked one sent as fast as the link allows — is a malformed response, not memory the call fills
 #: until its deadline (measured on 127.0.0.1: ~450 MiB in 3 s without the bound).
@@ -272,7 +272,7 @@ class OpenAICompatBackend:
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 kind, reason = FailureKind.HTTP_STATUS, f"HTTP_{status}"
-                retryable = status in RETRYABLE_STATUS or status >= 500
+                retryable = status in _RETRYABLE_STATUS or status >= 500
                 retry_after = _retry_after(exc.response.headers)
             except openai.APITimeoutError as exc:
                 kind, reason, retryable = FailureKind.TIMEOUT, type(exc).__name__, True
@@ -300,7 +300,7 @@ class OpenAICompatBackend:
         """``retry_backoff_s · 2^(attempt-1)``, capped, times a jitter in [0.5, 1) keyed by the call and attempt."""
         seed = hashlib.sha256(f"{call.request_id}|{call.stage.value}|{attempt}".encode()).digest()
         jitter = 0.5 + 0.5 * random.Random(seed).random()
-        return min(MAX_BACKOFF_S, self.profile.retry_backoff_s * 2 ** (attempt - 1)) * jitter
+        return min(_MAX_BACKOFF_S, self.profile.retry_backoff_s * 2 ** (attempt - 1)) * jitter
 
     def _reply(self, response: Mapping[str, Any] | None, latency_ms: float, retries: tuple[dict, ...],
                extra: dict[str, Any]) -> ModelReply:
@@ -334,7 +334,7 @@ class OpenAICompatBackend:
                                                   timeout=self.profile.timeout_s)
             self._client = openai.AsyncOpenAI(base_url=self.profile.base_url,
                                               api_key=(os.environ.get(self.profile.api_key_env, "")
-                                                       if self.profile.api_key_env else NO_KEY),
+                                                       if self.profile.api_key_env else _NO_KEY),
                                               max_retries=0, timeout=self.profile.timeout_s, http_client=http)
             self._client_loop = loop
         return self._client
@@ -376,7 +376,7 @@ class OpenAICompatBackend:
 
 
 #: Nesting bound of a response envelope (``choices[0].message.content`` is depth 4; providers add a little more).
-MAX_ENVELOPE_DEPTH = 64
+_MAX_ENVELOPE_DEPTH = 64
 
 
 def _parse_json(text: str) -> tuple[Mapping[str, Any] | None, tuple[FailureKind, str] | None]:
@@ -385,7 +385,7 @@ def _parse_json(text: str) -> tuple[Mapping[str, Any] | None, tuple[FailureKind,
     recorded fail-closed backend error), never a last-key-wins or non-finite value read into the record.  A lone
     surrogate *escape* is kept: it is what the server sent, and the writer records it escaped."""
     try:
-        value = strict_loads(text, max_depth=MAX_ENVELOPE_DEPTH)
+        value = strict_loads(text, max_depth=_MAX_ENVELOPE_DEPTH)
     except StrictJsonError as exc:
         if exc.issue is JsonIssue.TOO_DEEP:
             return None, (FailureKind.MALFORMED_RESPONSE, "response body is JSON nested too deeply to parse")
@@ -439,5 +439,4 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
         return None
 
 
-__all__ = ["MAX_ENVELOPE_DEPTH", "MAX_RESPONSE_BYTES", "OpenAICompatBackend", "RETRYABLE_STATUS",
-           "ResponseTooLarge"]
+__all__ = ["MAX_RESPONSE_BYTES", "OpenAICompatBackend", "ResponseTooLarge"]

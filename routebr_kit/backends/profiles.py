@@ -46,7 +46,7 @@ from ..store.files import MAX_JSON_BYTES, MAX_YAML_BYTES, parse_json, parse_yaml
 from .constrain import SCHEMA_STYLES
 
 RESERVED_OPTIONS = ("model", "messages", "stream", "response_format", "seed")
-PROMPT_LANGUAGES = ("auto", "en", "zh")
+_PROMPT_LANGUAGES = ("auto", "en", "zh")
 #: The default wall-clock deadline of one model call (seconds): room for a slow reasoning model and a retry or two.
 DEFAULT_DEADLINE_S = 300.0
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -54,7 +54,7 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LOOPBACK = re.compile(r"https?://(127(?:\.\d{1,3}){3}|localhost|\[::1\])(?::\d+)?(?:/|$)")
 
 
-def is_loopback(base_url: str) -> bool:
+def _is_loopback(base_url: str) -> bool:
     return _LOOPBACK.match(base_url) is not None
 
 
@@ -167,7 +167,7 @@ def _profile(name: str, settings: Any, file: str, line: int | None) -> Profile:
             raise bad(ErrorCode.WRONG_TYPE, "/".join(k.__name__ for k in kinds), key, type(value).__name__)
     if not re.match(r"https?://", settings["base_url"]):
         raise bad(ErrorCode.INVALID_VALUE, "an http:// or https:// URL", "base_url", settings["base_url"])
-    if "api_key_env" not in settings and not is_loopback(settings["base_url"]):
+    if "api_key_env" not in settings and not _is_loopback(settings["base_url"]):
         raise bad(ErrorCode.EMPTY_VALUE, "an api_key_env (only a loopback base_url may go without a key)",
                   "api_key_env")
     if "api_key_env" in settings and not _ENV_NAME.fullmatch(settings["api_key_env"]):
@@ -183,7 +183,7 @@ def _profile(name: str, settings: Any, file: str, line: int | None) -> Profile:
     accepted = settings.get("accepted_reported_models", [])
     if not all(isinstance(m, str) and m for m in accepted):
         raise bad(ErrorCode.WRONG_TYPE, "a list of model names", "accepted_reported_models", accepted)
-    if settings.get("prompt_language", "auto") not in PROMPT_LANGUAGES:
+    if settings.get("prompt_language", "auto") not in _PROMPT_LANGUAGES:
         raise bad(ErrorCode.UNKNOWN_ENUM, "auto, en or zh", "prompt_language", settings["prompt_language"])
     for key in ("timeout_s", "max_retries", "retry_backoff_s", "max_retry_after_s"):
         value = settings.get(key)
@@ -230,5 +230,5 @@ def missing_api_keys(profiles: Iterable[str], profiles_path: str | Path) -> tupl
     return tuple(name for name in needed if not os.environ.get(name))
 
 
-__all__ = ["DEFAULT_DEADLINE_S", "PROFILE_LABELS", "PROMPT_LANGUAGES", "RESERVED_OPTIONS", "Profile",
-           "check_deadline", "is_loopback", "load_profile", "load_profiles", "missing_api_keys"]
+__all__ = ["DEFAULT_DEADLINE_S", "PROFILE_LABELS", "RESERVED_OPTIONS", "Profile", "check_deadline", "load_profile",
+           "load_profiles", "missing_api_keys"]

@@ -37,7 +37,7 @@ from .profiles import load_profile
 DEFAULT_PROFILES = Path(__file__).resolve().parents[1] / "resources" / "profiles.example.yaml"
 SIM_PREFIX = "sim:"
 LEXICAL = "local:lexical"
-LEARNED = "local:learned"  # optionally ":MODEL_DIR" (routebr-kit train-proposer); issue 33
+_LEARNED = "local:learned"  # optionally ":MODEL_DIR" (routebr-kit train-proposer); issue 33
 
 
 def make_backend(spec: str, *, cases: Iterable[Case] | None = None, catalog: Catalog | None = None, seed: int = 0,
@@ -83,14 +83,14 @@ def make_backend(spec: str, *, cases: Iterable[Case] | None = None, catalog: Cat
         if catalog is None:
             raise DataError(ErrorCode.EMPTY_VALUE, "the catalog for the lexical proposer", field="catalog", got=spec)
         return LexicalBackend(catalog, language="auto")
-    if spec == LEARNED or spec.startswith(LEARNED + ":"):
+    if spec == _LEARNED or spec.startswith(_LEARNED + ":"):
         from .learned import LearnedBackend, require_sklearn
 
         require_sklearn()
-        model_dir = spec.removeprefix(LEARNED).removeprefix(":") or None
+        model_dir = spec.removeprefix(_LEARNED).removeprefix(":") or None
         return LearnedBackend(model_dir=model_dir)
     if spec.startswith("local:"):
-        raise DataError(ErrorCode.UNKNOWN_REFERENCE, f"{LEXICAL}, {LEARNED}[:MODEL_DIR], sim:<profile> or a profile "
+        raise DataError(ErrorCode.UNKNOWN_REFERENCE, f"{LEXICAL}, {_LEARNED}[:MODEL_DIR], sim:<profile> or a profile "
                         "name", got=spec, field="profile")
     from .openai_compat import OpenAICompatBackend
 
@@ -119,4 +119,4 @@ def published_prompts_path(artifact_dir: str | Path | None) -> Path:
     return path
 
 
-__all__ = ["DEFAULT_PROFILES", "LEARNED", "LEXICAL", "SIM_PREFIX", "make_backend", "published_prompts_path"]
+__all__ = ["DEFAULT_PROFILES", "LEXICAL", "SIM_PREFIX", "make_backend", "published_prompts_path"]

@@ -48,7 +48,7 @@ class ReplayBackend:
         for path in paths:
             receipt = read_json(path, "a receipt JSON object", record=True)
             try:
-                replies[receipt["case_id"]] = replies_of_receipt(receipt)
+                replies[receipt["case_id"]] = _replies_of_receipt(receipt)
             except (ValueError, KeyError, TypeError) as exc:
                 raise DataError(ErrorCode.INVALID_VALUE, "a receipt with case_id and responses[stage, content]",
                                 file=str(path), detail=f"{type(exc).__name__}: {exc}") from None
@@ -77,7 +77,7 @@ class ReplayBackend:
         return recorded[served]
 
 
-def replies_of_receipt(receipt: Mapping[str, Any]) -> dict[Stage, list[ModelReply]]:
+def _replies_of_receipt(receipt: Mapping[str, Any]) -> dict[Stage, list[ModelReply]]:
     """The replies of one receipt's ``responses`` list, per stage, failures included."""
     replies: dict[Stage, list[ModelReply]] = {}
     for entry in receipt["responses"]:

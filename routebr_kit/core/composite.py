@@ -82,7 +82,7 @@ class CompositeResult:
         return self.results is not None
 
 
-def item_list(obj: Mapping[str, Any] | None) -> tuple[list[dict[str, Any]] | None, tuple[ContractError, ...]]:
+def _item_list(obj: Mapping[str, Any] | None) -> tuple[list[dict[str, Any]] | None, tuple[ContractError, ...]]:
     """Phase 2: the ``items`` of a parsed output — a list of 1 to :data:`MAX_ITEMS` objects, no two with the same
     ``(action_id, object_id)`` — or its errors."""
     items = None if obj is None else obj.get("items")
@@ -105,7 +105,7 @@ def item_list(obj: Mapping[str, Any] | None) -> tuple[list[dict[str, Any]] | Non
     return (None, tuple(errors)) if errors else (items, ())
 
 
-def item_output(item: dict[str, Any]) -> dict[str, Any]:
+def _item_output(item: dict[str, Any]) -> dict[str, Any]:
     """The single-item output an item is decided from: the item, with ``topk`` ``[action_id]`` when it has none."""
     if "topk" in item or type(item.get("action_id")) is not str:
         return item
@@ -118,10 +118,10 @@ def check_composite(raw: Any, check_item: Callable[[dict[str, Any]], Any]) -> Co
     read = read_output(raw)
     if read.errors:
         return CompositeResult(None, read.errors, None)
-    items, errors = item_list(read.obj)
+    items, errors = _item_list(read.obj)
     if items is None:
         return CompositeResult(None, errors, read.obj)
-    outputs = tuple(item_output(item) for item in items)
+    outputs = tuple(_item_output(item) for item in items)
     results = tuple(check_item(output) for output in outputs)
     item_errors = tuple(e for i, r in enumerate(results) for e in prefixed(tuple(r.errors), i))
     if item_errors:
@@ -145,7 +145,7 @@ def hold_items(raw: Any) -> HeldItems:
     read = read_output(raw)
     if read.obj is None:
         return HeldItems((), (ContractError(C.REPAIR_UNANCHORED, "items", "not one JSON object"),))
-    items, errors = item_list(read.obj)
+    items, errors = _item_list(read.obj)
     if items is None:
         codes = ", ".join(dict.fromkeys(e.code.value for e in errors))
         return HeldItems((), (ContractError(C.REPAIR_UNANCHORED, "items", codes),))
@@ -176,5 +176,4 @@ def composite_schema(item_schema: Mapping[str, Any]) -> dict[str, Any]:
 
 
 __all__ = ["COMPOSITE_CONTRACT_VERSION", "COMPOSITE_FLAGS", "CompositeMode", "CompositeResult", "HeldItems",
-           "MAX_ITEMS", "anchor_items", "check_composite", "composite_schema", "guard_items", "hold_items", "item_list",
-           "item_output", "prefixed"]
+           "MAX_ITEMS", "anchor_items", "check_composite", "composite_schema", "guard_items", "hold_items", "prefixed"]

@@ -33,12 +33,12 @@ from .errors import ContractErrorCode as C
 from .records import NONE, OBJECT_SENTINELS, UNRESOLVED, Catalog, CatalogAction, Entity, Proposal, Stage
 from .strict_json import JsonIssue, StrictJsonError, exceeds_depth, strict_loads
 
-MAX_TOPK = 3
+_MAX_TOPK = 3
 #: Deepest nesting a model output may have (a proposal needs 2: the object and its ``topk`` list).
 MAX_DEPTH = 32
-REPAIR_CONSTRAINT = "format-only repair; preserve semantic choice and closed IDs"
+_REPAIR_CONSTRAINT = "format-only repair; preserve semantic choice and closed IDs"
 #: How much of a value that is not JSON a snapshot keeps, as text (the same bound as a record's ``repr``).
-OPAQUE_CHARS = 1000
+_OPAQUE_CHARS = 1000
 
 
 # --------------------------------------------------------------------------------------------- one read
@@ -58,7 +58,7 @@ class OpaqueValue:
 
 
 def _opaque(value: Any, text: str | None = None) -> OpaqueValue:
-    return OpaqueValue(type(value).__name__, text if text is not None else short_repr(value, OPAQUE_CHARS))
+    return OpaqueValue(type(value).__name__, text if text is not None else short_repr(value, _OPAQUE_CHARS))
 
 
 def snapshot(raw: Any) -> Any:
@@ -271,7 +271,7 @@ def check_topk(parsed: Mapping[str, Any], catalog: Catalog, action_id: str | Non
                errors: list[ContractError]) -> tuple[str, ...] | None:
     """``topk``: one to three unique catalog IDs, the first equal to the primary action."""
     topk = parsed.get("topk")
-    if type(topk) is not list or not 1 <= len(topk) <= MAX_TOPK:
+    if type(topk) is not list or not 1 <= len(topk) <= _MAX_TOPK:
         errors.append(ContractError(C.TOPK_LENGTH, "topk", short_repr(topk)))
         return None
     ids = [t for t in topk if type(t) is str]
@@ -434,7 +434,7 @@ def repair_payload(stage: Stage, raw: Any, errors: tuple[ContractError, ...],
     return {
         "invalid_output": invalid,
         "validation_errors": [e.message for e in errors],
-        "constraint": REPAIR_CONSTRAINT,
+        "constraint": _REPAIR_CONSTRAINT,
         "original_stage": stage.value,
         "target_schema": dict(target_schema),
         "original_payload": dict(original_payload),

@@ -205,14 +205,14 @@ class ContractError:
 
 
 #: Containers nested deeper than this are not rendered by :func:`short_repr` (``repr`` would recurse).
-REPR_DEPTH = 32
+_REPR_DEPTH = 32
 
 
 def short_repr(value: object, limit: int = 80) -> str:
     """A bounded ``repr``; never raises (deep or self-containing containers and broken ``__repr__`` included)."""
     try:
-        if isinstance(value, (Mapping, list, tuple)) and exceeds_depth(value, REPR_DEPTH):
-            return f"<{type(value).__name__} nested deeper than {REPR_DEPTH}>"
+        if isinstance(value, (Mapping, list, tuple)) and exceeds_depth(value, _REPR_DEPTH):
+            return f"<{type(value).__name__} nested deeper than {_REPR_DEPTH}>"
         text = str.__str__(repr(value))  # (exactly a str, even from a repr returning a str subclass)
     except Exception as exc:  # noqa: BLE001 - a repr for a record must never end a decision
         text = f"<{type(value).__name__}: repr failed with {type(exc).__name__}>"

@@ -39,7 +39,7 @@ from .records import Boundary
 from .state import SCALAR_TYPES, StateField, StateSchema, StateType, describe_types, state_type_of
 from .temporal import TemporalPredicate, parse_temporal
 
-WILDCARD = "*"
+_WILDCARD = "*"
 _MISSING = object()
 
 
@@ -254,7 +254,7 @@ class Rule:
 
     @property
     def wildcard(self) -> bool:
-        return WILDCARD in self.applies_to
+        return _WILDCARD in self.applies_to
 
     @property
     def is_default(self) -> bool:
@@ -291,10 +291,10 @@ def rule(rule_id: str, priority: int, applies_to: Iterable[str] | str, condition
 
 #: One action's compiled rules: ``(identity pairs, other tests, rule)`` per rule, in evaluation order, the last
 #: one unconditional (see :meth:`Condition.compiled`).
-RuleChain = tuple[tuple[tuple[tuple[str, Any], ...], tuple[Callable[[Mapping[str, Any]], bool], ...], Rule], ...]
+_RuleChain = tuple[tuple[tuple[tuple[str, Any], ...], tuple[Callable[[Mapping[str, Any]], bool], ...], Rule], ...]
 
 
-def first_match(chain: RuleChain, state: Mapping[str, Any]) -> Rule:
+def first_match(chain: _RuleChain, state: Mapping[str, Any]) -> Rule:
     """First-match evaluation: the first rule of ``chain`` whose condition holds on ``state``."""
     get = state.get
     for pairs, tests, r in chain:
@@ -336,7 +336,7 @@ class PolicyEngine:
             if not r.applies_to:
                 raise DataError(ErrorCode.INVALID_VALUE, "'*' or at least one catalog action", got=r.applies_to,
                                 field="applies_to", detail=f"rule {r.rule_id}")
-            unknown = [a for a in r.applies_to if a != WILDCARD and a not in catalog_ids]
+            unknown = [a for a in r.applies_to if a != _WILDCARD and a not in catalog_ids]
             if unknown or (r.wildcard and len(r.applies_to) > 1):
                 raise DataError(ErrorCode.UNKNOWN_ACTION, "'*' alone or catalog action IDs",
                                 got=unknown or list(r.applies_to), field="applies_to", detail=f"rule {r.rule_id}")
@@ -351,7 +351,7 @@ class PolicyEngine:
         self.rules: tuple[Rule, ...] = tuple(sorted(rules, key=lambda r: (r.priority, r.rule_id)))
         self.catalog_ids = catalog_ids
         # Each action's rules up to and including the first unconditional one: evaluation never falls through.
-        by_action: dict[str, RuleChain] = {}
+        by_action: dict[str, _RuleChain] = {}
         for action in catalog_ids:
             chain = []
             for r in self.rules:
@@ -374,7 +374,7 @@ class PolicyEngine:
         """The first rule that applies to ``action_id`` and holds on ``state`` (a mapping of state fields)."""
         return first_match(self.chain(action_id), state)
 
-    def chain(self, action_id: str) -> RuleChain:
+    def chain(self, action_id: str) -> _RuleChain:
         """The action's candidate rules in evaluation order, compiled, ending in an unconditional rule (what
         :func:`first_match` walks)."""
         chain = self._by_action.get(action_id) if type(action_id) is str else None

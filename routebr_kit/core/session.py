@@ -45,9 +45,9 @@ from .state import StateViolation
 #: The longest history a session may carry.
 MAX_EVENTS = 64
 #: Event kinds: the controller's decisions, then external events.
-DECISION_KINDS = ("dispatch", "non_dispatch")
+_DECISION_KINDS = ("dispatch", "non_dispatch")
 EXTERNAL_KINDS = ("identity_check", "approval")
-KINDS = DECISION_KINDS + EXTERNAL_KINDS
+KINDS = _DECISION_KINDS + EXTERNAL_KINDS
 BOUNDED_TERMINALS = ("CLARIFY", "DEFER", "HANDOFF", "REJECT")
 #: Attribute name -> type ("count": an integer >= 0; "string").
 ATTRIBUTE_TYPES = MappingProxyType({"amount": "count", "level": "count", "currency": "string", "method": "string"})
@@ -216,7 +216,7 @@ def _check_event(item: Any, path: str, catalog: frozenset[str] | None,
     for name, value in (("action_id", action_id), ("object_id", object_id), ("terminal", terminal)):
         if value is not None and type(value) is not str:
             out.append(StateViolation(S.WRONG_TYPE, f"{path}.{name}", short_repr(value)))
-    if kind in DECISION_KINDS:
+    if kind in _DECISION_KINDS:
         if action_id is None:
             out.append(StateViolation(S.MISSING_FIELD, f"{path}.action_id"))
         elif catalog is not None and action_id not in catalog:
@@ -263,5 +263,5 @@ class SessionValues(Mapping):
         return len(self._values) + (self.session is not None)
 
 
-__all__ = ["ATTRIBUTE_TYPES", "BOUNDED_TERMINALS", "DECISION_KINDS", "EXTERNAL_KINDS", "Event", "KINDS",
-           "MAX_EVENTS", "SESSION_KEY", "Session", "SessionValues", "check_session", "event_of_decision", "is_count"]
+__all__ = ["ATTRIBUTE_TYPES", "BOUNDED_TERMINALS", "EXTERNAL_KINDS", "Event", "KINDS", "MAX_EVENTS", "SESSION_KEY",
+           "Session", "SessionValues", "check_session", "event_of_decision", "is_count"]

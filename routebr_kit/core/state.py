@@ -46,7 +46,7 @@ from .errors import DataError, ErrorCode, short_repr
 from .hashing import sha256_json
 from .strict_json import is_finite_number
 
-SCHEMA_TAG = "routebr-state-schema/v1"
+_SCHEMA_TAG = "routebr-state-schema/v1"
 _MISSING = object()
 
 
@@ -214,7 +214,7 @@ class StateSchema:
                            overrides.source, overrides.sha256)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"schema": SCHEMA_TAG, "additional_fields": self.additional_fields,
+        return {"schema": _SCHEMA_TAG, "additional_fields": self.additional_fields,
                 "fields": {f.name: f.as_dict() for f in self.fields}}
 
     @classmethod
@@ -228,8 +228,8 @@ class StateSchema:
         unknown = sorted(set(data) - {"schema", "additional_fields", "fields"})
         if unknown:
             raise bad(unknown[0], "only the keys schema, additional_fields, fields", unknown[0])
-        if data.get("schema", SCHEMA_TAG) != SCHEMA_TAG:
-            raise bad("schema", repr(SCHEMA_TAG), data.get("schema"))
+        if data.get("schema", _SCHEMA_TAG) != _SCHEMA_TAG:
+            raise bad("schema", repr(_SCHEMA_TAG), data.get("schema"))
         additional = data.get("additional_fields", True)
         if type(additional) is not bool:
             raise bad("additional_fields", "true or false", additional)
@@ -273,5 +273,5 @@ def describe_types(types: Iterable[StateType]) -> str:
     return "|".join(sorted(t.value for t in types))
 
 
-__all__ = ["SCALAR_TYPES", "SCHEMA_TAG", "StateErrorCode", "StateField", "StateSchema", "StateType",
-           "StateViolation", "describe_types", "state_type_of"]
+__all__ = ["SCALAR_TYPES", "StateErrorCode", "StateField", "StateSchema", "StateType", "StateViolation",
+           "describe_types", "state_type_of"]

@@ -45,8 +45,8 @@ from .session import ATTRIBUTE_TYPES, BOUNDED_TERMINALS, KINDS, SESSION_KEY, Eve
 OPS = ("within", "count", "sum", "before")
 BOUNDS = ("gt", "gte", "lt", "lte", "eq")
 #: Filter key -> the event field it tests.
-FILTER_FIELDS = {"kind": "kind", "action": "action_id", "object": "object_id", "terminal": "terminal"}
-_COMMON = frozenset(FILTER_FIELDS) | {"negate"}
+_FILTER_FIELDS = {"kind": "kind", "action": "action_id", "object": "object_id", "terminal": "terminal"}
+_COMMON = frozenset(_FILTER_FIELDS) | {"negate"}
 _KEYS = {"within": _COMMON | {"s"}, "count": _COMMON | {"window_s", *BOUNDS},
          "sum": _COMMON | {"window_s", "attribute", "include_current", *BOUNDS}, "before": _COMMON}
 _SYMBOL = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<=", "eq": "=="}
@@ -136,7 +136,7 @@ class TemporalPredicate:
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        reverse = {v: k for k, v in FILTER_FIELDS.items()}
+        reverse = {v: k for k, v in _FILTER_FIELDS.items()}
         for name, vals in self.filter:
             out[reverse[name]] = vals[0] if len(vals) == 1 else list(vals)
         if self.seconds is not None:
@@ -177,7 +177,7 @@ def parse_temporal(op: str, spec: Any, *, where: str = "condition_json",
 def _parse_one(op: str, spec: Mapping[str, Any], bad: Callable[..., DataError],
                catalog_ids: frozenset[str] | None) -> TemporalPredicate:
     flt = []
-    for key, name in FILTER_FIELDS.items():
+    for key, name in _FILTER_FIELDS.items():
         if key not in spec:
             continue
         raw = spec[key]
@@ -235,4 +235,4 @@ def explain(predicates: tuple[TemporalPredicate, ...], session: Session | None) 
     return rows
 
 
-__all__ = ["BOUNDS", "FILTER_FIELDS", "OPS", "TemporalPredicate", "compare", "explain", "parse_temporal"]
+__all__ = ["BOUNDS", "OPS", "TemporalPredicate", "compare", "explain", "parse_temporal"]

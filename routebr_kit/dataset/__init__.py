@@ -9,13 +9,11 @@ from .. import lazy_exports
 
 #: Every public name → the module that defines it, imported on first use.
 _EXPORTS: dict[str, str] = {name: module for module, names in {
-    "audit": "AuditCode AuditReport AuditSet CheckClass FileKind Finding Severity audit_cases audit_files "
-        "second_audit",
-    "composition": "ACTIONS Partition Route Slot allocate",
-    "generate": "AssetPaths Benchmark BenchmarkConfig KIT_DATA_DIR Manifest cases_csv generate_benchmark "
-        "write_benchmark",
-    "labels": "GoldLabel gold_label",
-    "language": "CueFamily Language",
+    "audit": "audit_files second_audit",
+    "composition": "Partition",
+    "generate": "Benchmark BenchmarkConfig KIT_DATA_DIR Manifest generate_benchmark write_benchmark",
+    "labels": "gold_label",
+    "sessions": "SESSION_DATA_DIR audit_sessions generate_sessions timeline",
 }.items() for name in names.split()}
 __all__ = sorted(_EXPORTS)
 

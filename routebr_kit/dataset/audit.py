@@ -63,7 +63,7 @@ from .labels import gold_label
 from .language import CueFamily
 from .references import code_of, mentioned, mentioned_in_any, normalise, overlapping_names
 
-JSON_FIELDS = ("history_json", "runtime_context_json", "candidate_entities_json", "gold_cues_json",
+_JSON_FIELDS = ("history_json", "runtime_context_json", "candidate_entities_json", "gold_cues_json",
                "gold_rule_ids_json")
 REGISTRY_SIZE = 40
 _PUBLISHED_ID = re.compile(r"(SSE|SZSE):\d{6}")
@@ -208,7 +208,7 @@ class _Audit:
             if raw[name].strip() not in values.__members__:
                 self.add(code, subject, f"{name} {raw[name]!r}", line)
         parsed = {}
-        for name in JSON_FIELDS:
+        for name in _JSON_FIELDS:
             if text := raw[name].strip():
                 try:
                     parsed[name] = parse_json(text, f"strict JSON in {name}")

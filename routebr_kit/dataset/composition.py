@@ -35,7 +35,7 @@ A1, A2, A3, A4, A5 = ("A1_ADVISORY", "A2_INFO_LOOKUP", "A3_ACCOUNT_ANALYSIS", "A
                       "A5_PROTECTED_ACTION")
 #: The five-action ontology (the published validator's constant).
 ACTIONS = (A1, A2, A3, A4, A5)
-OBJECT_ACTIONS = (A1, A2, A3, A5)
+_OBJECT_ACTIONS = (A1, A2, A3, A5)
 
 # --------------------------------------------------------------------------------------------- the paper's counts
 
@@ -97,7 +97,7 @@ _BLOCKING = {
     Route.NO_PERMISSION: ("action_permission", False),
     Route.STALE: ("context_fresh", False),
 }
-ENTITY_PREDICATE = _BLOCKING[Route.ENTITY]
+_ENTITY_PREDICATE = _BLOCKING[Route.ENTITY]
 
 #: A runtime state with every predicate clear (key order is the published ``runtime_context_json`` order).
 CLEAR_STATE: Mapping[str, Any] = MappingProxyType({
@@ -112,7 +112,7 @@ UNRESOLVABLE = (ObjectDifficulty.CONFLICTING, ObjectDifficulty.UNDERSPECIFIED)
 # --------------------------------------------------------------------------------------------- quota tables
 
 #: Gold boundaries per action in each split (FLIP: per pair, the bounded member; every pair also has an ALLOW).
-BOUNDARY_QUOTA: Mapping[Split, Mapping[Boundary, int]] = MappingProxyType({
+_BOUNDARY_QUOTA: Mapping[Split, Mapping[Boundary, int]] = MappingProxyType({
     Split.DEV: {Boundary.ALLOW: 10, Boundary.CLARIFY: 5, Boundary.DEFER: 3, Boundary.HANDOFF: 3, Boundary.REJECT: 3},
     Split.MAIN: {Boundary.ALLOW: 24, Boundary.CLARIFY: 12, Boundary.DEFER: 9, Boundary.HANDOFF: 9,
                  Boundary.REJECT: 6},
@@ -120,7 +120,7 @@ BOUNDARY_QUOTA: Mapping[Split, Mapping[Boundary, int]] = MappingProxyType({
     Split.ENTITY: {Boundary.ALLOW: 8, Boundary.CLARIFY: 7},
 })
 #: How a boundary is reached, as weights; routes that cannot produce it for an action are dropped first.
-ROUTE_WEIGHTS: Mapping[Boundary, Mapping[Route, int]] = MappingProxyType({
+_ROUTE_WEIGHTS: Mapping[Boundary, Mapping[Route, int]] = MappingProxyType({
     Boundary.ALLOW: {Route.ALLOW: 1},
     Boundary.CLARIFY: {Route.ENTITY: 2, Route.SCOPE: 1, Route.IDENTITY: 1, Route.STALE: 1},
     Boundary.DEFER: {Route.UNAVAILABLE: 1},
@@ -128,28 +128,28 @@ ROUTE_WEIGHTS: Mapping[Boundary, Mapping[Route, int]] = MappingProxyType({
     Boundary.REJECT: {Route.UNSUPPORTED: 1, Route.NO_PERMISSION: 1},
 })
 #: Routes a split may use (FLIP pairs keep one request, so its references must resolve; ENTITY isolates objects).
-SPLIT_ROUTES: Mapping[Split, frozenset[Route]] = MappingProxyType({
+_SPLIT_ROUTES: Mapping[Split, frozenset[Route]] = MappingProxyType({
     Split.DEV: frozenset(Route),
     Split.MAIN: frozenset(Route),
     Split.FLIP: frozenset(Route) - {Route.ENTITY},
     Split.ENTITY: frozenset({Route.ALLOW, Route.ENTITY}),
 })
 #: Object-requiring slots per action that carry an unresolvable reference although a higher-priority rule decides.
-EXTRA_UNRESOLVABLE: Mapping[Split, int] = MappingProxyType({Split.DEV: 2, Split.MAIN: 4})
+_EXTRA_UNRESOLVABLE: Mapping[Split, int] = MappingProxyType({Split.DEV: 2, Split.MAIN: 4})
 #: Bounded slots per action that get a second, lower-priority blocking predicate (so priority decides).
-SECONDARY_QUOTA: Mapping[Split, int] = MappingProxyType({Split.DEV: 3, Split.MAIN: 8})
-DIFFICULTY_WEIGHTS: Mapping[Split, Mapping[ObjectDifficulty, int]] = MappingProxyType({
+_SECONDARY_QUOTA: Mapping[Split, int] = MappingProxyType({Split.DEV: 3, Split.MAIN: 8})
+_DIFFICULTY_WEIGHTS: Mapping[Split, Mapping[ObjectDifficulty, int]] = MappingProxyType({
     Split.DEV: {ObjectDifficulty.EXPLICIT_NAME: 4, ObjectDifficulty.CODE_ONLY: 3, ObjectDifficulty.ANAPHORA: 3},
     Split.MAIN: {ObjectDifficulty.EXPLICIT_NAME: 4, ObjectDifficulty.CODE_ONLY: 3, ObjectDifficulty.ANAPHORA: 3},
     Split.FLIP: {ObjectDifficulty.EXPLICIT_NAME: 1, ObjectDifficulty.CODE_ONLY: 1, ObjectDifficulty.ANAPHORA: 1},
     Split.ENTITY: {ObjectDifficulty.CODE_ONLY: 1, ObjectDifficulty.ANAPHORA: 1},
 })
-UNRESOLVABLE_WEIGHTS: Mapping[ObjectDifficulty, int] = MappingProxyType(
+_UNRESOLVABLE_WEIGHTS: Mapping[ObjectDifficulty, int] = MappingProxyType(
     {ObjectDifficulty.UNDERSPECIFIED: 1, ObjectDifficulty.CONFLICTING: 1})
 #: Cue cells: 1 = SINGLE (the primary family only), 2 = DUAL, 3 = TRIPLE.
-CUE_WEIGHTS: Mapping[int, int] = MappingProxyType({1: 9, 2: 7, 3: 4})
+_CUE_WEIGHTS: Mapping[int, int] = MappingProxyType({1: 9, 2: 7, 3: 4})
 CUE_CELLS: Mapping[int, str] = MappingProxyType({1: "SINGLE", 2: "DUAL", 3: "TRIPLE"})
-SPLIT_ORDER = (Split.DEV, Split.MAIN, Split.FLIP, Split.ENTITY)
+_SPLIT_ORDER = (Split.DEV, Split.MAIN, Split.FLIP, Split.ENTITY)
 
 
 # --------------------------------------------------------------------------------------------- slots
@@ -186,7 +186,7 @@ class Slot:
                 key, value = route.predicate
                 values[key] = value
         if self.unresolvable:
-            values[ENTITY_PREDICATE[0]] = decouple_entity_state and self.decouplable
+            values[_ENTITY_PREDICATE[0]] = decouple_entity_state and self.decouplable
         return values
 
 
@@ -203,7 +203,7 @@ def apportion(total: int, weights: Mapping[T, int]) -> dict[T, int]:
     return counts
 
 
-def quota_list(total: int, weights: Mapping[T, int], rng: random.Random) -> list[T]:
+def _quota_list(total: int, weights: Mapping[T, int], rng: random.Random) -> list[T]:
     """``apportion`` expanded into a list and shuffled: exact counts, seeded arrangement."""
     items = [k for k, n in apportion(total, weights).items() for _ in range(n)]
     rng.shuffle(items)
@@ -252,25 +252,25 @@ def allocate(seed: int, policy: PolicyEngine) -> tuple[Slot, ...]:
     """All 600 slots in output order (DEV, MAIN, FLIP, ENTITY), partitions assigned.  Deterministic in ``seed``."""
     oracle = _Oracle(policy)
     slots: list[Slot] = []
-    for split in SPLIT_ORDER:
+    for split in _SPLIT_ORDER:
         rng = random.Random(f"{seed}:composition:{split.value}")
         group: list[Slot] = []
         for action in ACTIONS:
-            if split is Split.ENTITY and action not in OBJECT_ACTIONS:
+            if split is Split.ENTITY and action not in _OBJECT_ACTIONS:
                 continue
             group.extend(_pairs(split, action, oracle, rng) if split is Split.FLIP
                          else _group(split, action, oracle, rng))
         slots.extend(_partitioned(split, group, rng))
-    check_plan(slots)
+    _check_plan(slots)
     return tuple(slots)
 
 
 def _routes(split: Split, action: str, oracle: _Oracle) -> list[tuple[Boundary, Route]]:
     """Boundary and route of every slot of one action in one split (FLIP: the bounded pair members)."""
     planned = []
-    for boundary, count in BOUNDARY_QUOTA[split].items():
-        weights = {r: w for r, w in ROUTE_WEIGHTS[boundary].items()
-                   if r in SPLIT_ROUTES[split] and oracle.produces(action, r, boundary)}
+    for boundary, count in _BOUNDARY_QUOTA[split].items():
+        weights = {r: w for r, w in _ROUTE_WEIGHTS[boundary].items()
+                   if r in _SPLIT_ROUTES[split] and oracle.produces(action, r, boundary)}
         if not weights:
             raise DataError(ErrorCode.INCONSISTENT_ASSETS, f"a rule that makes {action} {boundary.value}",
                             field="condition_json", detail=f"{split.value} composition")
@@ -284,24 +284,24 @@ def _group(split: Split, action: str, oracle: _Oracle, rng: random.Random) -> li
     routes = [route for _, route in planned]
     n = len(routes)
     difficulty: list[ObjectDifficulty] = [ObjectDifficulty.NONE] * n
-    if action in OBJECT_ACTIONS:
+    if action in _OBJECT_ACTIONS:
         unresolvable = [i for i, r in enumerate(routes) if r is Route.ENTITY]
         extra = [i for i, r in enumerate(routes)
                  if r not in (Route.ALLOW, Route.ENTITY) and oracle.outranks_entity(action, r)]
         rng.shuffle(extra)
-        unresolvable += extra[: EXTRA_UNRESOLVABLE.get(split, 0)]
-        for i, d in zip(unresolvable, quota_list(len(unresolvable), UNRESOLVABLE_WEIGHTS, rng)):
+        unresolvable += extra[: _EXTRA_UNRESOLVABLE.get(split, 0)]
+        for i, d in zip(unresolvable, _quota_list(len(unresolvable), _UNRESOLVABLE_WEIGHTS, rng)):
             difficulty[i] = d
         resolvable = [i for i in range(n) if i not in set(unresolvable)]
-        for i, d in zip(resolvable, quota_list(len(resolvable), DIFFICULTY_WEIGHTS[split], rng)):
+        for i, d in zip(resolvable, _quota_list(len(resolvable), _DIFFICULTY_WEIGHTS[split], rng)):
             difficulty[i] = d
     secondary: list[Route | None] = [None] * n
     eligible = [i for i, r in enumerate(routes) if r not in (Route.ALLOW, Route.ENTITY)
                 and oracle.secondaries(action, r)]
     rng.shuffle(eligible)
-    for i in sorted(eligible[: SECONDARY_QUOTA.get(split, 0)]):
+    for i in sorted(eligible[: _SECONDARY_QUOTA.get(split, 0)]):
         secondary[i] = rng.choice(oracle.secondaries(action, routes[i]))
-    cues = quota_list(n, CUE_WEIGHTS, rng)
+    cues = _quota_list(n, _CUE_WEIGHTS, rng)
     slots = [Slot(split, action, planned[i][0], routes[i], difficulty[i], cues[i], secondary[i]) for i in range(n)]
     return _mark_decouplable(slots, rng)
 
@@ -319,9 +319,9 @@ def _pairs(split: Split, action: str, oracle: _Oracle, rng: random.Random) -> li
     """FLIP: one ALLOW member and one member blocked by exactly one predicate, sharing the request side."""
     bounded = _routes(split, action, oracle)
     n = len(bounded)
-    weights = DIFFICULTY_WEIGHTS[split] if action in OBJECT_ACTIONS else {ObjectDifficulty.NONE: 1}
-    difficulty = quota_list(n, weights, rng)
-    cues = quota_list(n, CUE_WEIGHTS, rng)
+    weights = _DIFFICULTY_WEIGHTS[split] if action in _OBJECT_ACTIONS else {ObjectDifficulty.NONE: 1}
+    difficulty = _quota_list(n, weights, rng)
+    cues = _quota_list(n, _CUE_WEIGHTS, rng)
     slots = []
     for i, (boundary, route) in enumerate(bounded):
         for member_boundary, member in ((Boundary.ALLOW, Route.ALLOW), (boundary, route)):
@@ -372,7 +372,7 @@ def _select_dispatch(split: Split) -> int:
     return PARTITION_DISPATCH[Partition.SELECT][0] - flip - 10
 
 
-def check_plan(slots: Sequence[Slot]) -> None:
+def _check_plan(slots: Sequence[Slot]) -> None:
     """The plan's own counts (splits, actions, partitions, dispatchable) — a broken quota table fails here."""
     expect = {
         "splits": (Counter(s.split for s in slots), dict(SPLIT_SIZES)),

@@ -45,10 +45,10 @@ from .templates_zh import PACK as ZH_PACK
 
 #: The kit's own assets (catalog, rules, registries), shipped as package data so a non-editable install has them.
 KIT_DATA_DIR = Path(__file__).resolve().parents[1] / "resources"
-PACKS: Mapping[Language, LanguagePack] = MappingProxyType({Language.EN: EN_PACK, Language.ZH: ZH_PACK})
+_PACKS: Mapping[Language, LanguagePack] = MappingProxyType({Language.EN: EN_PACK, Language.ZH: ZH_PACK})
 
 CASES_FILE = "routebr_600.csv"
-SUBSET_FILES: Mapping[Partition, str] = MappingProxyType({
+_SUBSET_FILES: Mapping[Partition, str] = MappingProxyType({
     Partition.SELECT: "routebr_select_160.csv", Partition.CONFIRM: "routebr_confirm_320.csv"})
 CATALOG_FILE, RULES_FILE, REGISTRY_FILE, MANIFEST_FILE = ("catalog.csv", "boundary_rules.csv", "registry.csv",
                                                           "manifest.json")
@@ -153,7 +153,7 @@ def _generate(config: BenchmarkConfig) -> Benchmark:
     assets = load_assets(paths.catalog, paths.rules, paths.registry)
     assert assets.registry is not None
     slots = allocate(config.seed, assets.policy)
-    pack = PACKS[config.language]
+    pack = _PACKS[config.language]
     if config.lexical_shift:
         from .lexical_shift import shifted_pack
 
@@ -203,7 +203,7 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def case_row(case: Case) -> dict[str, str]:
+def _case_row(case: Case) -> dict[str, str]:
     """One case as a published-schema CSV record."""
     g = case.gold
     return {
@@ -226,7 +226,7 @@ def cases_csv(cases: Iterable[Case]) -> bytes:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CASE_COLUMNS, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(case_row(c) for c in cases)
+    writer.writerows(_case_row(c) for c in cases)
     return buffer.getvalue().encode("utf-8")
 
 
@@ -246,7 +246,7 @@ def write_benchmark(benchmark: Benchmark, out_dir: str | Path) -> Manifest:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     contents = {CASES_FILE: cases_csv(benchmark.cases)}
-    for partition, name in SUBSET_FILES.items():
+    for partition, name in _SUBSET_FILES.items():
         subset = benchmark.partition(partition)
         expected = sum(PARTITION_SIZES[partition].values())
         if len(subset) != expected:

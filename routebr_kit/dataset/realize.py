@@ -24,18 +24,18 @@ from .language import CueFamily, LanguagePack, placeholders, strip_cue
 from .references import code_of, mentioned, mentioned_in_any, normalise
 
 #: The cue family that marks each action's primary intent, and the families its mixed-service language uses.
-PRIMARY_FAMILY: Mapping[str, CueFamily] = {
+_PRIMARY_FAMILY: Mapping[str, CueFamily] = {
     A1: CueFamily.ADVISORY, A2: CueFamily.INFORMATION, A3: CueFamily.ACCOUNT_CONTEXT,
     A4: CueFamily.SUPPORT_SENSITIVE, A5: CueFamily.ACTION_SENSITIVE,
 }
-SECONDARY_FAMILIES: Mapping[str, tuple[CueFamily, CueFamily]] = {
+_SECONDARY_FAMILIES: Mapping[str, tuple[CueFamily, CueFamily]] = {
     A1: (CueFamily.ACTION_SENSITIVE, CueFamily.SUPPORT_SENSITIVE),
     A2: (CueFamily.ADVISORY, CueFamily.SUPPORT_SENSITIVE),
     A3: (CueFamily.ACTION_SENSITIVE, CueFamily.SUPPORT_SENSITIVE),
     A4: (CueFamily.ACTION_SENSITIVE, CueFamily.AMBIGUITY),
     A5: (CueFamily.ADVISORY, CueFamily.SUPPORT_SENSITIVE),
 }
-MAX_ATTEMPTS = 64
+_MAX_ATTEMPTS = 64
 #: Candidate JSON fields beyond the four a model sees (the published candidate schema).
 CANDIDATE_ATTRIBUTES = ("exchange", "security_code", "asset_group", "source_url", "source_effective_date",
                         "verified_on")
@@ -146,7 +146,7 @@ class Realizer:
     def request(self, slot: Slot, key: str) -> RequestSide:
         """The request side for ``slot``; ``key`` names the case (or FLIP pair) in the wording stream."""
         objects = self._objects(slot)
-        for attempt in range(MAX_ATTEMPTS):
+        for attempt in range(_MAX_ATTEMPTS):
             rng = random.Random(f"{self.seed}:{self.pack.language.value}:text:{key}:{attempt}")
             side = self._compose(slot, objects, rng)
             norm = normalise(side.utterance)
@@ -155,16 +155,16 @@ class Realizer:
                 _check_references(slot, side, key)
                 return side
         raise DataError(ErrorCode.INVALID_VALUE, "enough phrase variety for unique requests",
-                        field="utterance", detail=f"{key}: {MAX_ATTEMPTS} attempts all repeated earlier requests")
+                        field="utterance", detail=f"{key}: {_MAX_ATTEMPTS} attempts all repeated earlier requests")
 
     def _compose(self, slot: Slot, objects: _Objects, rng: random.Random) -> RequestSide:
         pack = self.pack
         obj, history, object_id = self._reference(slot.difficulty, objects, rng)
         sentences = [self._sentence(rng.choice(pack.primary[slot.action]), obj, rng)]
-        families = list(SECONDARY_FAMILIES[slot.action])
+        families = list(_SECONDARY_FAMILIES[slot.action])
         rng.shuffle(families)
         sentences += [self._sentence(rng.choice(pack.secondary[f]), obj, rng) for f in families[: slot.cues - 1]]
-        labelled = [(PRIMARY_FAMILY[slot.action], "HIGH")] + [(f, "MEDIUM") for f in families[: slot.cues - 1]]
+        labelled = [(_PRIMARY_FAMILY[slot.action], "HIGH")] + [(f, "MEDIUM") for f in families[: slot.cues - 1]]
         order = list(range(len(sentences)))
         if len(order) > 1 and rng.random() < 0.4:  # sometimes the mixed-service remark comes first
             order.insert(rng.randrange(1, len(order)), order.pop(0))

@@ -65,7 +65,7 @@ _RESOURCES = Path(__file__).resolve().parents[1] / "resources"
 _STATE = MappingProxyType({"safety_escalation_required": False, "identity_verified": True})
 
 #: Utterance templates per language and action; ``{name}`` the object's display name, ``{amount}`` in units.
-TEMPLATES: Mapping[str, Mapping[str, tuple[str, ...]]] = MappingProxyType({
+_TEMPLATES: Mapping[str, Mapping[str, tuple[str, ...]]] = MappingProxyType({
     "en": MappingProxyType({
         A1: ("Would {name} suit a long-term holder like me?", "Is {name} a sensible buy at the moment?"),
         A2: ("What is the expense ratio of {name}?", "Show me the fact sheet for {name}."),
@@ -210,7 +210,7 @@ class _Writer:
         candidates = tuple(self.rng.sample([target, *self.rng.sample(others, 2)], 3))
         attrs = {"amount": amount} if amount is not None else {}
         units = f"{amount / 100:.2f}" if amount is not None else ""
-        text = self.rng.choice(TEMPLATES[self.language][action]).format(name=target.display_name, amount=units)
+        text = self.rng.choice(_TEMPLATES[self.language][action]).format(name=target.display_name, amount=units)
         obj = NONE if action == A4 else target.object_id
         if action == A4:
             candidates = ()
@@ -225,7 +225,7 @@ class _Writer:
             externals = (Event(self.clock - check_before, "identity_check", attributes={"method": "otp"}),)
         x, y, z = self.rng.sample(list(self.entities), 3)
         amount = self.rng.randrange(1, 10) * 1000
-        text = self.rng.choice(TEMPLATES[self.language]["composite"]).format(name=x.display_name, name2=y.display_name,
+        text = self.rng.choice(_TEMPLATES[self.language]["composite"]).format(name=x.display_name, name2=y.display_name,
                                                                              amount=f"{amount / 100:.2f}")
         candidates = tuple(self.rng.sample([x, y, z], 3))
         n = len(self.steps) + 1
@@ -308,7 +308,7 @@ _BUILDERS = {"identity_expiry": _identity_expiry, "third_in_hour": _third_in_hou
              "composite": _composite}
 
 
-def gold_summary(d: Any) -> dict[str, Any]:
+def _gold_summary(d: Any) -> dict[str, Any]:
     """A gold decision as the benchmark records it: terminal, final path and rule; a composite decision per item."""
     if not hasattr(d, "items"):
         return {"terminal": d.terminal.value, "final_path": d.final_path, "boundary": d.boundary,
@@ -333,7 +333,7 @@ def _decide_gold(controller: Controller, step: SessionStep, request: RouteReques
     return d, [o.decision for o in d.items if o.decision is not None]
 
 
-def label_session(controller: Controller, steps: Sequence[SessionStep], session_id: str
+def _label_session(controller: Controller, steps: Sequence[SessionStep], session_id: str
                   ) -> tuple[list[Case | None], list[tuple[str, ...]], list[tuple[str, ...]], list[dict[str, Any]],
                              list[Case], list[RouteRequest]]:
     """Gold per step: the controller on the gold proposal and the gold history; the temporal ops it evaluated,
@@ -355,7 +355,7 @@ def label_session(controller: Controller, steps: Sequence[SessionStep], session_
             ops_fired |= {t.op for t in x.rule.condition.temporal}
         exercised.append(tuple(sorted(ops_reached)))
         fired.append(tuple(sorted(ops_fired)))
-        summaries.append(gold_summary(d))
+        summaries.append(_gold_summary(d))
         cases.append(None if step.composite else _case(step, request, d))
         if step.composite:  # each decided item as a single request with its own gold
             for n, ((action, obj), x) in enumerate(zip(step.items, singles), start=1):
@@ -394,7 +394,7 @@ def generate_sessions(seed: int = 0, language: Language | str = Language.EN, ses
         writer = _Writer(rng, lang.value, entities, session_id)
         variant = _BUILDERS[scenario](writer, seen[scenario])
         seen[scenario] += 1
-        cases, exercised, fired, summaries, items, requests = label_session(controller, writer.steps, session_id)
+        cases, exercised, fired, summaries, items, requests = _label_session(controller, writer.steps, session_id)
         out.append(SessionCase(session_id, lang.value, scenario, variant, tuple(writer.steps), tuple(cases),
                                tuple(exercised), tuple(fired), tuple(summaries), tuple(items), tuple(requests)))
     return SessionBenchmark(seed, lang.value, tuple(out), assets)
@@ -455,4 +455,4 @@ def timeline(session: SessionCase) -> list[dict[str, Any]]:
 
 
 __all__ = ["PREDICATES", "SCENARIOS", "SessionBenchmark", "SessionCase", "SessionStep", "audit_sessions",
-           "generate_sessions", "label_session", "session_assets", "timeline", "write_sessions"]
+           "generate_sessions", "session_assets", "timeline", "write_sessions"]

@@ -9,12 +9,11 @@ from .. import lazy_exports
 
 #: Every public name → the module that defines it, imported on first use.
 _EXPORTS: dict[str, str] = {name: module for module, names in {
-    "forbidden": "DispatchCheck DispatchGate ForbiddenCause dispatches",
-    "metrics": "Count PAPER_PATH_LABELS PairScores Scores calls_of first_pass_valid_of flip_pairs "
-        "gold_boundary_disagreements index_cases macro_f1 score scores_frame",
-    "stats": "Interval McNemar Z95 mcnemar mcnemar_p_published wilson wilson_published",
-    "tables": "SYSTEM_LABELS fmt_count fmt_pct mcnemar_results mcnemar_table pair_grid rq12_table rq3_table "
-        "screening_table",
+    "floor": "trivial_floor",
+    "metrics": "PAPER_PATH_LABELS flip_pairs index_cases macro_f1 score scores_frame",
+    "plots": "difficulty_figure fd_fb_figure pair_grid_figure screening_figure seed_spread_figure",
+    "stats": "Z95 mcnemar mcnemar_p_published wilson wilson_published",
+    "tables": "SYSTEM_LABELS mcnemar_table pair_grid parse_count rq12_table rq3_table screening_table",
 }.items() for name in names.split()}
 __all__ = sorted(_EXPORTS)
 

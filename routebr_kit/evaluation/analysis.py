@@ -41,7 +41,7 @@ def errors(rows: Rows, cases: Cases) -> pd.DataFrame:
                                           "gold_path", "pred_path", "gold_rules"])
 
 
-def flipped_predicates(a: Case, b: Case) -> list[str]:
+def _flipped_predicates(a: Case, b: Case) -> list[str]:
     """The runtime-state fields on which the two members of a FLIP pair differ."""
     left, right = a.request.state.values, b.request.state.values
     return sorted(k for k in set(left) | set(right) if left.get(k) != right.get(k))
@@ -58,7 +58,7 @@ def pair_anatomy(systems: Mapping[str, Rows], cases: Cases) -> pd.DataFrame:
     records = []
     for pair_id in sorted(members):
         pair = sorted(members[pair_id], key=lambda c: c.case_id)
-        flipped = ", ".join(flipped_predicates(*pair)) if len(pair) == 2 else "?"
+        flipped = ", ".join(_flipped_predicates(*pair)) if len(pair) == 2 else "?"
         for case in pair:
             record = {"pair_id": pair_id, "case_id": case.case_id, "flipped": flipped,
                       "state": f"{flipped}={_value(case, flipped)}", "gold_path": case.gold.final_path}

@@ -91,14 +91,14 @@ def bootstrap_drop_quantile(regressions: int, fixes: int, n: int, q: float) -> f
 
 
 #: The one-sided level of the lower confidence bound a gate reads (``path_exact_drop_lcb``).
-LCB_LEVEL = 0.95
+_LCB_LEVEL = 0.95
 
 
 def drop_lcb(regressions: int, fixes: int, n: int) -> float:
     """One-sided 95% lower confidence bound of the drop (pp): the 5th percentile of the exact paired bootstrap."""
     if n == 0:
         return 0.0
-    return bootstrap_drop_quantile(regressions, fixes, n, 1.0 - LCB_LEVEL)
+    return bootstrap_drop_quantile(regressions, fixes, n, 1.0 - _LCB_LEVEL)
 
 
-__all__ = ["LCB_LEVEL", "bootstrap_drop_distribution", "bootstrap_drop_quantile", "drop_lcb", "regression_p"]
+__all__ = ["bootstrap_drop_distribution", "bootstrap_drop_quantile", "drop_lcb", "regression_p"]

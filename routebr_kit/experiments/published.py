@@ -28,22 +28,22 @@ from ..store.assets import read_json
 from ..store.files import read_text
 from .replication import SCREENING_SPLITS, PaperTables
 
-RESULTS_DIR = Path("analysis") / "results"
+_RESULTS_DIR = Path("analysis") / "results"
 #: ``FINAL_RESULTS.md`` section headings → the kit's table names.
-SECTIONS = {
+_SECTIONS = {
     "Backend screening on SELECT-160": "table_iv_screening",
     "RQ1--RQ2 on CONFIRM": "table_v_rq1_rq2",
     "RQ3 safeguards": "table_vi_rq3",
     "Integrity": "integrity",
 }
 #: The columns that name a row (everything else is a published value).
-KEY_COLUMNS = {
+_KEY_COLUMNS = {
     "table_iv_screening": ("Backend",),
     "table_v_rq1_rq2": ("System",),
     "table_vi_rq3": ("Variant", "Split"),
     "integrity": ("Item",),
 }
-P_VALUE_RTOL = 1e-12
+_P_VALUE_RTOL = 1e-12
 
 _INTEGRITY_ITEM = re.compile(r"^- (?P<item>[^:]+): (?P<value>\d+(?:/\d+)?)\.$")
 
@@ -71,14 +71,14 @@ class PublishedResults:
     @property
     def n_values(self) -> int:
         """Table cells that are values (not row names), plus a split and a p-value per comparison."""
-        cells = sum(len(frame) * (frame.shape[1] - len(KEY_COLUMNS[name])) for name, frame in self.tables.items())
+        cells = sum(len(frame) * (frame.shape[1] - len(_KEY_COLUMNS[name])) for name, frame in self.tables.items())
         return cells + 2 * len(self.comparisons)
 
 
 def read_published(artifact: Artifact | str | Path) -> PublishedResults:
     """Parse the published values of an artifact's ``analysis/results/FINAL_RESULTS.{md,json}``."""
     root = artifact.root if isinstance(artifact, Artifact) else Path(artifact)
-    md_path = root / RESULTS_DIR / "FINAL_RESULTS.md"
+    md_path = root / _RESULTS_DIR / "FINAL_RESULTS.md"
     text = read_text(md_path, "FINAL_RESULTS.md")
     results = artifact.published_results if isinstance(artifact, Artifact) else Artifact(root).published_results
     comparisons = {}
@@ -88,7 +88,7 @@ def read_published(artifact: Artifact | str | Path) -> PublishedResults:
                                                    float(value["p_two_sided"]))
         except (KeyError, TypeError, ValueError):
             raise DataError(ErrorCode.WRONG_TYPE, "a comparison with a_only_correct, b_only_correct, p_two_sided",
-                            file=str(root / RESULTS_DIR / "FINAL_RESULTS.json"), field=f"comparisons.{key}",
+                            file=str(root / _RESULTS_DIR / "FINAL_RESULTS.json"), field=f"comparisons.{key}",
                             got=value) from None
     return PublishedResults(parse_results_markdown(text, str(md_path)), comparisons)
 
@@ -117,13 +117,13 @@ def parse_results_markdown(text: str, file: str = "FINAL_RESULTS.md") -> dict[st
                  if line.startswith("- ") and any(c.isdigit() for c in line)]
         if not table and not items:
             continue
-        if heading not in SECTIONS:
-            raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a known results section (" + ", ".join(SECTIONS) + ")",
+        if heading not in _SECTIONS:
+            raise DataError(ErrorCode.UNKNOWN_REFERENCE, "a known results section (" + ", ".join(_SECTIONS) + ")",
                             file=file, line=headings[heading], got=heading)
         if table and items:
             raise DataError(ErrorCode.INVALID_VALUE, "a table or a list of counts, not both", file=file,
                             line=headings[heading], got=heading)
-        parsed[SECTIONS[heading]] = _table(table, file) if table else pd.DataFrame(items, columns=["Item", "Value"])
+        parsed[_SECTIONS[heading]] = _table(table, file) if table else pd.DataFrame(items, columns=["Item", "Value"])
     return parsed
 
 
@@ -166,7 +166,7 @@ class ResultsAudit:
 
 def audit_results(artifact: Artifact) -> ResultsAudit:
     """Check every result folder and recorded hash of a published artifact."""
-    freeze = read_json(artifact.root / RESULTS_DIR / "RESULT_FREEZE_MANIFEST.json").get("inputs", {})
+    freeze = read_json(artifact.root / _RESULTS_DIR / "RESULT_FREEZE_MANIFEST.json").get("inputs", {})
     task_rows, manifests = [], []
     for task in artifact.tasks():
         rows = artifact.predictions(task)
@@ -265,7 +265,7 @@ def scorecard(tables: PaperTables, audit: ResultsAudit, published: PublishedResu
     ours = {name: frame for name, (frame, _) in tables.frames().items()} | {"integrity": audit.integrity}
     checks = []
     for name, frame in published.tables.items():
-        keys = KEY_COLUMNS[name]
+        keys = _KEY_COLUMNS[name]
         mine = ours.get(name, pd.DataFrame(columns=list(keys)))
         by_key = {tuple(r[k] for k in keys): r for r in mine.to_dict("records")}
         for row in frame.to_dict("records"):
@@ -283,7 +283,7 @@ def scorecard(tables: PaperTables, audit: ResultsAudit, published: PublishedResu
                             got_split == expected.split))
         got_p = result.p_two_sided if result else math.nan
         checks.append(Check("mcnemar", key, "p (two-sided)", repr(expected.p_two_sided), repr(got_p),
-                            math.isclose(got_p, expected.p_two_sided, rel_tol=P_VALUE_RTOL, abs_tol=0.0)))
+                            math.isclose(got_p, expected.p_two_sided, rel_tol=_P_VALUE_RTOL, abs_tol=0.0)))
     return Scorecard(tuple(checks))
 
 

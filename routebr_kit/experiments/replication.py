@@ -45,7 +45,7 @@ Rows = Sequence[PredictionRow]
 INDEPENDENT = ("final_path", "boundary")
 #: Fields taken from the recorded proposal itself: they agree by construction wherever the proposal is accepted.
 REBUILT = ("action", "object")
-COMPARED = INDEPENDENT + REBUILT
+_COMPARED = INDEPENDENT + REBUILT
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +114,9 @@ class ReplayReport:
 
     def table(self) -> list[dict[str, Any]]:
         """One row per task plus a total, for printing or a DataFrame."""
-        out = [{"task": t.task.key, "rows": t.rows, **{k: t.agree[k] for k in COMPARED},
+        out = [{"task": t.task.key, "rows": t.rows, **{k: t.agree[k] for k in _COMPARED},
                 "agreeing_rows": t.rows_agreeing} for t in self.tasks]
-        out.append({"task": "TOTAL", "rows": self.rows, **{k: self.agree_total(k) for k in COMPARED},
+        out.append({"task": "TOTAL", "rows": self.rows, **{k: self.agree_total(k) for k in _COMPARED},
                     "agreeing_rows": self.rows_agreeing})
         return out
 
@@ -137,11 +137,11 @@ def replay_task(artifact: Artifact, task: ArtifactTask) -> TaskReplay:
 def compare_task(task: ArtifactTask, recorded: tuple[PredictionRow, ...], replayed: tuple[PredictionRow, ...],
                  decisions: tuple[Decision, ...]) -> TaskReplay:
     """Field-by-field agreement of recorded and replayed rows (the fields of :data:`COMPARED`)."""
-    agree = dict.fromkeys(COMPARED, 0)
+    agree = dict.fromkeys(_COMPARED, 0)
     problems = []
     for old, new in zip(recorded, replayed, strict=True):
         a, b = _compared(old), _compared(new)
-        for name in COMPARED:
+        for name in _COMPARED:
             if a[name] == b[name]:
                 agree[name] += 1
             else:
@@ -175,8 +175,8 @@ COMPARISONS = {
     "rq3_routebr_vs_no_state": (System.ROUTEBR, System.A_STATE, Split.FLIP),
     "rq3_routebr_vs_no_ground": (System.ROUTEBR, System.A_GROUND, Split.ENTITY),
 }
-RQ12_SYSTEMS = (System.ROUTEBR, System.B1_DIRECT, System.B2_DIRECT_GUARD)
-RQ3_RUNS = ((System.ROUTEBR, Split.FLIP), (System.A_STATE, Split.FLIP), (System.ROUTEBR, Split.ENTITY),
+_RQ12_SYSTEMS = (System.ROUTEBR, System.B1_DIRECT, System.B2_DIRECT_GUARD)
+_RQ3_RUNS = ((System.ROUTEBR, Split.FLIP), (System.A_STATE, Split.FLIP), (System.ROUTEBR, Split.ENTITY),
             (System.A_GROUND, Split.ENTITY))
 SCREENING_SPLITS = (Split.MAIN, Split.FLIP, Split.ENTITY)
 
@@ -228,9 +228,9 @@ def paper_runs(ledgers: Mapping[str, Rows]) -> PaperRuns:
     return PaperRuns(
         screening={label: [r for split in SCREENING_SPLITS for r in rows(f"{SELECT}/{profile}/{split.value.lower()}")]
                    for profile, label in PROFILE_LABELS.items()},
-        main={SYSTEM_LABELS[s]: confirm(s, Split.MAIN) for s in RQ12_SYSTEMS},
-        flip={SYSTEM_LABELS[s]: confirm(s, Split.FLIP) for s in RQ12_SYSTEMS},
-        safeguards={(SYSTEM_LABELS[s], split.value): confirm(s, split) for s, split in RQ3_RUNS},
+        main={SYSTEM_LABELS[s]: confirm(s, Split.MAIN) for s in _RQ12_SYSTEMS},
+        flip={SYSTEM_LABELS[s]: confirm(s, Split.FLIP) for s in _RQ12_SYSTEMS},
+        safeguards={(SYSTEM_LABELS[s], split.value): confirm(s, split) for s, split in _RQ3_RUNS},
         comparisons={key: (confirm(a, split), confirm(b, split)) for key, (a, b, split) in COMPARISONS.items()},
     )
 

@@ -43,10 +43,10 @@ from ..store.cases import Split
 from .screening import screening_cases, simulated_rows
 from .study import StudyConfig, load_study
 
-SCREEN_CELL = "routebr_kit.experiments.seed_spread:screen_cell"
-RQ1_CELL = "routebr_kit.experiments.seed_spread:rq1_cell"
+_SCREEN_CELL = "routebr_kit.experiments.seed_spread:screen_cell"
+_RQ1_CELL = "routebr_kit.experiments.seed_spread:rq1_cell"
 CELL_VERSION = 1
-RQ1_PROFILE = "deepseek_v4_primary"
+_RQ1_PROFILE = "deepseek_v4_primary"
 ASSET_FILES = ("catalog.csv", "boundary_rules.csv", "registry.csv")
 
 
@@ -95,7 +95,7 @@ def _seeds(seeds: Sequence[int] | int) -> tuple[int, ...]:
 
 def spread_cells(seeds: Sequence[int] | int, *, screening_cases: str | Path, confirm_cases: str | Path | None,
                  profiles: Sequence[str] = tuple(PROFILE_LABELS), split: str = "ALL",
-                 rq1_profile: str = RQ1_PROFILE) -> tuple[tuple[Cell, ...], tuple[Cell, ...]]:
+                 rq1_profile: str = _RQ1_PROFILE) -> tuple[tuple[Cell, ...], tuple[Cell, ...]]:
     """The screen cells (profile-major, then seed) and the RQ1 cells (one per seed; none without confirm cases)."""
     seeds = _seeds(seeds)
     unknown = [p for p in (*profiles, rq1_profile) if p not in PROFILE_LABELS]
@@ -106,7 +106,7 @@ def spread_cells(seeds: Sequence[int] | int, *, screening_cases: str | Path, con
     if not screen_path.is_file():
         raise DataError(ErrorCode.FILE_NOT_FOUND, "a screening cases file", file=str(screen_path))
     screen_hashes = _assets_hashes(screen_path)
-    screen = tuple(Cell.of(SCREEN_CELL, {"version": CELL_VERSION, "profile": profile, "seed": seed, "split": split,
+    screen = tuple(Cell.of(_SCREEN_CELL, {"version": CELL_VERSION, "profile": profile, "seed": seed, "split": split,
                                          "cases_path": str(screen_path), "hashes": screen_hashes})
                    for profile in profiles for seed in seeds)
     if confirm_cases is None:
@@ -115,7 +115,7 @@ def spread_cells(seeds: Sequence[int] | int, *, screening_cases: str | Path, con
     if not confirm_path.is_file():
         raise DataError(ErrorCode.FILE_NOT_FOUND, "a CONFIRM cases file", file=str(confirm_path))
     confirm_hashes = _assets_hashes(confirm_path)
-    rq1 = tuple(Cell.of(RQ1_CELL, {"version": CELL_VERSION, "profile": rq1_profile, "seed": seed,
+    rq1 = tuple(Cell.of(_RQ1_CELL, {"version": CELL_VERSION, "profile": rq1_profile, "seed": seed,
                                    "cases_path": str(confirm_path), "hashes": confirm_hashes}) for seed in seeds)
     return screen, rq1
 
@@ -162,7 +162,7 @@ def rq1_cell(payload: dict[str, Any]) -> dict[str, Any]:
 
 def seed_spread(seeds: Sequence[int] | int, out_dir: str | Path, *, screening_cases: str | Path,
                 confirm_cases: str | Path | None = None, profiles: Sequence[str] = tuple(PROFILE_LABELS),
-                split: str = "ALL", rq1_profile: str = RQ1_PROFILE, executor: Any = "inline", alpha: float = 0.05,
+                split: str = "ALL", rq1_profile: str = _RQ1_PROFILE, executor: Any = "inline", alpha: float = 0.05,
                 progress: bool = False) -> SeedSpread:
     """Run (or resume) every cell and return the per-seed frames (see :class:`SeedSpread`)."""
     if not 0 < alpha < 1:

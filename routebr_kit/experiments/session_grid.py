@@ -44,7 +44,7 @@ def _engines(assets: Any) -> dict[str, Any]:
             "b2": DirectBaseline(assets.catalog, assets.policy, guard=True)}
 
 
-def decide_grid(proposers: Mapping[str, Any], cases: Sequence[Case], assets: Any,
+def _decide_grid(proposers: Mapping[str, Any], cases: Sequence[Case], assets: Any,
                 systems: Sequence[str] = SYSTEMS) -> dict[tuple[str, str], dict[str, Any]]:
     """``(proposer, system) -> {rows, decisions, seconds}``: every request (its session carrying the gold history)
     decided by each system with each proposer."""
@@ -63,7 +63,7 @@ def decide_grid(proposers: Mapping[str, Any], cases: Sequence[Case], assets: Any
     return out
 
 
-def closed_loop(bench: Any, backend: Any) -> dict[str, Any]:
+def _closed_loop(bench: Any, backend: Any) -> dict[str, Any]:
     """RouteBR run session by session (composite requests too, item by item through :class:`ItemwiseProposer`),
     each request's history made of its own earlier decisions: requests and whole sessions matching the gold."""
     from ..runs.sessions import ItemwiseProposer, decision_summary, run_sessions
@@ -92,13 +92,13 @@ def run_benchmarks(benches: Sequence[Any], sim_profile: str, seed: int, learned:
     loops: dict[str, dict[str, int]] = {}
     for b in benches:
         proposers = _proposers(b, sim_profile, seed, learned)
-        for key, run in decide_grid(proposers, b.cases(), b.assets).items():
+        for key, run in _decide_grid(proposers, b.cases(), b.assets).items():
             merged = grids.setdefault(key, {"rows": [], "decisions": [], "seconds": 0.0})
             merged["rows"] += run["rows"]
             merged["decisions"] += run["decisions"]
             merged["seconds"] += run["seconds"]
         for name, backend in proposers.items():
-            for k, v in closed_loop(b, backend).items():
+            for k, v in _closed_loop(b, backend).items():
                 loops.setdefault(name, {}).setdefault(k, 0)
                 loops[name][k] += v
     return grids, loops, tuple(c for b in benches for c in b.cases())
@@ -194,5 +194,4 @@ def grid_facts(audit: Mapping[str, Any], scores: pd.DataFrame, floor: Any, compo
     }
 
 
-__all__ = ["closed_loop", "composite_scores", "decide_grid", "grid_facts", "open_learned",
-           "run_benchmarks", "score_grid"]
+__all__ = ["composite_scores", "grid_facts", "open_learned", "run_benchmarks", "score_grid"]

@@ -18,7 +18,8 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
     "evaluation": "Comparison Evaluation PolicySummary compare evaluate summarize",
     "executor": "ExactExecutor ExecutionModel Executor FastExecutor GridExecutor Outcome PlanModel "
         "expected_success_rates philox4x32 trace_uniforms",
-    "export": "export_run",
+    "export": "export_run published_match",
+    "plots": "action_share_figure differences_figure power_figure tradeoff_figure workload_figure",
     "policies": "AdaptiveRouter FixedPolicy OneShotPolicy Policy RandomPolicy StaticWorkloadPolicy "
         "ablation_policies default_policies",
     "records": "ExecutionTrace FAILURE_CODES FailureMode PlanChoice RouteAction RoutePlan SUPPORT_ACTIONS "

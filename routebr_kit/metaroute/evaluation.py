@@ -19,7 +19,7 @@ from .config import EvaluationConfig
 from .numerics import exact_mean, exact_means, seed_ci
 from .records import FAILURE_CODES, Traces, Workload
 
-NOTE = "Results are from the seeded offline execution model, not production deployment."
+_NOTE = "Results are from the seeded offline execution model, not production deployment."
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +89,7 @@ def evaluate(traces: Traces, config: EvaluationConfig = EvaluationConfig()) -> E
         action_counts=action_counts(traces),
         failure_modes=failure_modes(traces),
         configuration={"tasks": len({t.task_id for t in traces.tasks}), "seeds": len(set(traces.seeds)),
-                       "policies": sorted(set(traces.policies)), "note": NOTE},
+                       "policies": sorted(set(traces.policies)), "note": _NOTE},
     )
 
 

@@ -24,16 +24,16 @@ from .records import FAILURE_CODES, NEED_FIELDS, TaskSpec, Traces
 TASKS, TRACES, SUMMARY, COMPARISONS, DETAILS = (
     "tasks.csv", "traces.csv", "summary.csv", "comparisons.csv", "details.json")
 
-TASK_COLUMNS = ("task_id", "workload", "difficulty", "ambiguity", *NEED_FIELDS.values(), "cost_budget",
+_TASK_COLUMNS = ("task_id", "workload", "difficulty", "ambiguity", *NEED_FIELDS.values(), "cost_budget",
                 "latency_budget_s")
 TRACE_COLUMNS = ("policy", "task_id", "workload", "seed", "actions", "success", "expected_success", "cost",
                  "latency_s", "retries", "route_valid", "within_cost_budget", "within_latency_budget", "confidence",
                  "rationale", "failure_mode")
 SUMMARY_COLUMNS = tuple(f.name for f in dataclasses.fields(PolicySummary))
 #: git blob ids of the published ``traces.csv`` files, which the artifact does not ship
-PUBLISHED_TRACES_BLOBS = {"main": "751cd2f1fbd6137a66ebc0ad361064bbe69a71d0",
+_PUBLISHED_TRACES_BLOBS = {"main": "751cd2f1fbd6137a66ebc0ad361064bbe69a71d0",
                           "ablations": "71ce1f5ed23208bd7f102be6131e60ef7e46142b"}
-COMPARISON_COLUMNS = tuple(f.name for f in dataclasses.fields(Comparison))
+_COMPARISON_COLUMNS = tuple(f.name for f in dataclasses.fields(Comparison))
 
 
 def write_csv(path: Path, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> Path:
@@ -138,14 +138,14 @@ def export_run(out_dir: str | Path, tasks: Sequence[TaskSpec], traces: Traces, e
     """Write the published files into ``out_dir`` (``comparisons.csv`` only when there are comparisons)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    written = {TASKS: write_csv(out / TASKS, TASK_COLUMNS, (
+    written = {TASKS: write_csv(out / TASKS, _TASK_COLUMNS, (
         (t.task_id, t.workload.value, t.difficulty, t.ambiguity, *t.needs, t.cost_budget, t.latency_budget_s)
         for t in tasks))}
     if include_traces:
         written[TRACES] = write_traces(out / TRACES, traces)
     written[SUMMARY] = write_csv(out / SUMMARY, SUMMARY_COLUMNS, (dataclasses.astuple(s) for s in evaluation.summaries))
     if evaluation.comparisons:
-        written[COMPARISONS] = write_csv(out / COMPARISONS, COMPARISON_COLUMNS,
+        written[COMPARISONS] = write_csv(out / COMPARISONS, _COMPARISON_COLUMNS,
                                          (dataclasses.astuple(c) for c in evaluation.comparisons))
     written[DETAILS] = out / DETAILS
     written[DETAILS].write_text(json.dumps(evaluation.details(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -170,5 +170,5 @@ def published_match(out_dir: str | Path, artifact_dir: str | Path, suite: str) -
             raise DataError(ErrorCode.FILE_NOT_FOUND, f"the published {name}", file=str(reference / name))
         result[name] = (out / name).is_file() and (out / name).read_bytes() == (reference / name).read_bytes()
     if (out / TRACES).is_file():
-        result[TRACES] = git_blob_id(out / TRACES) == PUBLISHED_TRACES_BLOBS[suite]
+        result[TRACES] = git_blob_id(out / TRACES) == _PUBLISHED_TRACES_BLOBS[suite]
     return result

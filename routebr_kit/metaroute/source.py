@@ -17,7 +17,7 @@ from ..store.artifact import SIBLING_DIR, find_artifact
 from ..store.kitfiles import source_checkout
 
 METAROUTE_ENV = "METAROUTE_ARTIFACT"
-SUITES = ("main", "ablations")
+_SUITES = ("main", "ablations")
 
 
 class MetaRouteSource(NamedTuple):
@@ -27,7 +27,7 @@ class MetaRouteSource(NamedTuple):
 
 def is_metaroute_artifact(path: str | Path) -> bool:
     root = Path(path)
-    return all((root / suite / "summary.csv").is_file() for suite in SUITES)
+    return all((root / suite / "summary.csv").is_file() for suite in _SUITES)
 
 
 def metaroute_candidates(explicit: str | Path | None = None) -> tuple[tuple[str, Path], ...]:

@@ -41,12 +41,12 @@ from .evaluation import compare
 from .export import write_csv
 from .run import Mode, Suite, run_benchmark
 
-CELL_FUNCTION = "routebr_kit.metaroute.sweep:sweep_cell"
+_CELL_FUNCTION = "routebr_kit.metaroute.sweep:sweep_cell"
 #: Bump when a cell's result would change for the same payload (a new executor semantics); old cells go stale.
 CELL_VERSION = 1
-TREATMENT = "adaptive"
-BASELINES = ("static_workload", "one_shot")
-DEFAULT_SPREAD = 0.30
+_TREATMENT = "adaptive"
+_BASELINES = ("static_workload", "one_shot")
+_DEFAULT_SPREAD = 0.30
 DEFAULT_CONSTANTS = (
     "executor.base_success", "executor.difficulty_penalty", "executor.ambiguity_penalty",
     "executor.mismatch_penalty", "executor.coordination_penalty", "executor.failure_penalty",
@@ -58,9 +58,9 @@ DEFAULT_CONSTANTS = (
 CONFIGURATIONS, SUMMARY, CONTRASTS, MANIFEST = "configurations.csv", "summary.csv", "contrasts.csv", "manifest.json"
 SUMMARY_COLUMNS = ("config_id", "policy", "n", "success_rate", "success_ci95", "mean_cost", "mean_latency_s",
                    "utility")
-CONTRAST_COLUMNS = ("config_id", "treatment", "baseline", "success_difference", "success_difference_ci95",
+_CONTRAST_COLUMNS = ("config_id", "treatment", "baseline", "success_difference", "success_difference_ci95",
                     "ci_low", "ci_high", "excludes_zero", "cost_difference", "latency_difference_s")
-DIGITS = 6  # sampled constants are rounded to this many decimals (readable files, exact round trip)
+_DIGITS = 6  # sampled constants are rounded to this many decimals (readable files, exact round trip)
 
 
 class Sampling(str, enum.Enum):
@@ -81,7 +81,7 @@ class Dimension:
     def value(self, unit: float) -> float | int:
         """The constant at position ``unit`` ∈ [0, 1] of the range."""
         raw = self.low + unit * (self.high - self.low)
-        return int(round(raw)) if self.integer else round(raw, DIGITS)
+        return int(round(raw)) if self.integer else round(raw, _DIGITS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,14 +159,14 @@ def _dimension(key: str, spec: Any, file: str | None) -> Dimension:
         raise exc.at(file=file) from None
 
 
-def default_space(spread: float = DEFAULT_SPREAD, keys: Sequence[str] = DEFAULT_CONSTANTS) -> SweepSpace:
+def default_space(spread: float = _DEFAULT_SPREAD, keys: Sequence[str] = DEFAULT_CONSTANTS) -> SweepSpace:
     """Each constant of ``keys`` within ``published × (1 ± spread)``, clipped to its valid range."""
     if not 0 < spread < 1:
         raise DataError(ErrorCode.INVALID_VALUE, "a spread in (0, 1)", field="spread", got=spread)
     dims = []
     for key in keys:
         value = float(_published(key))
-        low, high = round(value * (1 - spread), DIGITS), round(value * (1 + spread), DIGITS)
+        low, high = round(value * (1 - spread), _DIGITS), round(value * (1 + spread), _DIGITS)
         low, high = _clip(key, low, high)
         dims.append(_dimension(key, [low, high], None))
     return SweepSpace(tuple(dims))
@@ -259,10 +259,10 @@ def sweep_cells(plan: SweepDesign, seeds: Sequence[int], mode: Mode = Mode.FAST)
     for index in range(len(plan.configurations)):
         overrides = plan.overrides(index)
         config = MetaRouteConfig().with_overrides(overrides)
-        cells.append(Cell.of(CELL_FUNCTION, {
+        cells.append(Cell.of(_CELL_FUNCTION, {
             "version": CELL_VERSION, "overrides": overrides, "config_sha256": config.sha256, "seeds": list(seeds),
-            "mode": Mode(mode).value, "suite": Suite.MAIN.value, "treatment": TREATMENT,
-            "baselines": list(BASELINES)}))
+            "mode": Mode(mode).value, "suite": Suite.MAIN.value, "treatment": _TREATMENT,
+            "baselines": list(_BASELINES)}))
     return tuple(cells)
 
 
@@ -324,7 +324,7 @@ def run_sweep(plan: SweepDesign, seeds: Sequence[int] | int, out_dir: str | Path
     cells = sweep_cells(plan, seeds, mode)
     ids = [f"c{i:04d}" for i in range(len(cells))]
     head = {"design": plan.to_mapping(), "seeds": list(seeds), "mode": Mode(mode).value,
-            "cell_function": CELL_FUNCTION, "cell_version": CELL_VERSION,
+            "cell_function": _CELL_FUNCTION, "cell_version": CELL_VERSION,
             "published_config_sha256": MetaRouteConfig().sha256, "cells": dict(zip(ids, (c.key for c in cells)))}
     try:
         done = run_cells(cells, out, executor=executor, progress=progress, max_in_flight=max_in_flight,
@@ -346,7 +346,7 @@ def run_sweep(plan: SweepDesign, seeds: Sequence[int] | int, out_dir: str | Path
         CONFIGURATIONS: write_csv(out / CONFIGURATIONS, ("config_id", "cell_key", "config_sha256", *plan.space.keys),
                                    config_rows),
         SUMMARY: write_csv(out / SUMMARY, SUMMARY_COLUMNS, summary_rows),
-        CONTRASTS: write_csv(out / CONTRASTS, CONTRAST_COLUMNS, contrast_rows),
+        CONTRASTS: write_csv(out / CONTRASTS, _CONTRAST_COLUMNS, contrast_rows),
     }
     _write_manifest(out, {**head, "status": "complete",
                           "files": {name: sha256_file(path) for name, path in sorted(files.items())}})
@@ -453,7 +453,7 @@ def heatmap_figure(result: SweepResult, x: str, y: str, *, bins: int = 4, baseli
     grid = heatmap_table(result, x, y, bins=bins, baseline=baseline)
     fig, ax = plt.subplots(figsize=(7, 5))
     sns.heatmap(grid, cmap="vlag_r", center=0.0, annot=True, fmt=".1f", ax=ax,
-                cbar_kws={"label": f"{TREATMENT} − {baseline} (success points)"})
+                cbar_kws={"label": f"{_TREATMENT} − {baseline} (success points)"})
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     ax.set_title("Mean paired contrast per bin (blank: no sampled configuration)")

@@ -12,10 +12,10 @@ from .. import lazy_exports
 #: Every public name → the module that defines it, imported on first use.
 _EXPORTS: dict[str, str] = {name: module for module, names in {
     "display": "ConclusionError decisions_table one_line_rows outcome_figure render_conclusion setup trace_table",
-    "outputs": "Outputs Saved figure_anatomy markdown_table",
+    "outputs": "Outputs Saved figure_anatomy kit_path markdown_table",
     "pipeline": "ArtifactChoice NotebookJob NotebookResult PreparedRun RunPlan choose_artifact "
         "declared_parameters execute listed_outputs prepare run",
-    "widgets": "EXECUTOR_SLIDERS Figure1Explorer MetaRouteExplorer PALETTE REVIEW_CSS RuleEditor "
+    "widgets": "EXECUTOR_SLIDERS Figure1Explorer MetaRouteExplorer PALETTE REVIEW_CSS RuleEditor SessionExplorer "
         "decision_paths_figure parse_topk policy_outcomes_figure review_html",
 }.items() for name in names.split()}
 __all__ = sorted(_EXPORTS)

@@ -93,7 +93,7 @@ def _missing_local() -> tuple[str, ...]:
 #: Optional extras a notebook may require → the modules of it that are missing here (empty: installed).
 EXTRAS = {"local": _missing_local, "learned": lambda: _missing_modules(("sklearn",))}
 #: How to install each extra (the skip reason names it).
-INSTALL = {"local": "make local-model"}  # the checkout's shortcut, beside pip install
+_INSTALL = {"local": "make local-model"}  # the checkout's shortcut, beside pip install
 
 
 def _missing_modules(modules: tuple[str, ...]) -> tuple[str, ...]:
@@ -105,11 +105,11 @@ def _missing_modules(modules: tuple[str, ...]) -> tuple[str, ...]:
 def skip_reason(job: NotebookJob, artifact: str | None) -> str | None:
     """Why ``job`` is skipped in this run (no artifact, or a missing optional extra), else ``None``."""
     if job.requires_artifact and artifact is None:
-        return f"needs the RouteBR artifact, and none is used; {FETCH_HINT} installs it"
+        return f"needs the RouteBR artifact, and none is used; {_FETCH_HINT} installs it"
     if job.requires_extra and EXTRAS[job.requires_extra]():
         extra = job.requires_extra
         return (f"needs the optional extra [{extra}]; install it with: pip install 'routebr-kit[{extra}]'"
-                + (f", or {INSTALL[extra]} in this checkout" if extra in INSTALL and source_checkout() is not None
+                + (f", or {_INSTALL[extra]} in this checkout" if extra in _INSTALL and source_checkout() is not None
                    else ""))
     return None
 
@@ -227,7 +227,7 @@ def choose_artifact(explicit: str | Path | None = None, *, discover: bool = True
         if is_artifact_dir(path):
             return _with_metaroute(ArtifactChoice(path.resolve(), how))
     looked = ", ".join(sorted({str(p) for _, p in artifact_candidates()}))
-    return ArtifactChoice(None, f"none found; looked in {looked}; {FETCH_HINT} installs it")
+    return ArtifactChoice(None, f"none found; looked in {looked}; {_FETCH_HINT} installs it")
 
 
 def _with_metaroute(choice: ArtifactChoice) -> ArtifactChoice:
@@ -236,11 +236,11 @@ def _with_metaroute(choice: ArtifactChoice) -> ArtifactChoice:
 
 
 #: How a person gets the artifact: ``make artifact`` in a checkout, the command itself from an installed wheel.
-FETCH_HINT = "make artifact" if source_checkout() is not None else "routebr-kit fetch-artifact"
+_FETCH_HINT = "make artifact" if source_checkout() is not None else "routebr-kit fetch-artifact"
 
 
 #: Parameters named ``*_path`` / ``*_dir`` are input paths, except these outputs.
-OUTPUT_PARAMETERS = frozenset({"out_dir", "runs_dir"})
+_OUTPUT_PARAMETERS = frozenset({"out_dir", "runs_dir"})
 
 
 @dataclass(frozen=True)
@@ -300,7 +300,7 @@ def declared_parameters(notebook: Path) -> list[str]:
 def _check_input_paths(plan: RunPlan, job: NotebookJob, parameters: Mapping[str, Any], out: Path,
                        earlier: set[str]) -> None:
     for key, value in parameters.items():
-        if key in OUTPUT_PARAMETERS or not key.endswith(("_path", "_dir")) or not isinstance(value, str) \
+        if key in _OUTPUT_PARAMETERS or not key.endswith(("_path", "_dir")) or not isinstance(value, str) \
                 or not value:
             continue
         path = Path(value) if Path(value).is_absolute() else notebook_cwd() / value

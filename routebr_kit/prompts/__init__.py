@@ -13,8 +13,7 @@ from .. import lazy_exports
 #: Every public name → the module that defines it, imported on first use.
 _EXPORTS: dict[str, str] = {name: module for module, names in {
     "..store.cases": "Language",
-    "kit": "ANSWERING_STAGES COMPOSITE_ADDENDUM DEFAULT_VERSION PROMPT_DIR PROMPT_KEYS PromptSet "
-        "composite_output_schema detect_language load_prompts prompt_path",
+    "kit": "ANSWERING_STAGES PROMPT_KEYS PromptSet detect_language load_prompts prompt_path",
     "published": "Protocol PublishedPrompts load_published_prompts",
 }.items() for name in names.split()}
 __all__ = sorted(_EXPORTS)

@@ -38,7 +38,7 @@ from ..store.cases import Language
 from ..store.files import decode_text, parse_json, read_bytes
 
 #: The stage texts a published prompt file must hold; a ``REPAIR_<STAGE>`` call uses ``REPAIR``.
-PUBLISHED_KEYS = ("ROUTEBR", "B1_DIRECT", "B2_DIRECT_GUARD", "REPAIR")
+_PUBLISHED_KEYS = ("ROUTEBR", "B1_DIRECT", "B2_DIRECT_GUARD", "REPAIR")
 #: ``constraint`` of the published RouteBR repair payload (the controller's) and of the B1/B2 one (the runner's).
 ROUTEBR_REPAIR_CONSTRAINT = "format-only repair; preserve semantic choice and closed IDs"
 DIRECT_REPAIR_CONSTRAINT = "format-only repair"
@@ -109,7 +109,7 @@ def load_published_prompts(path: str | Path) -> PublishedPrompts:
                         field="metadata", got=None if meta is None else type(meta).__name__)
     language = _language(meta.get("language"), name, _line_of(text, "language"))
     texts = {}
-    for key in PUBLISHED_KEYS:
+    for key in _PUBLISHED_KEYS:
         value = doc.get(key)
         if not isinstance(value, str) or not value.strip():
             code = ErrorCode.EMPTY_VALUE if value is None or value == "" else ErrorCode.WRONG_TYPE
@@ -314,6 +314,6 @@ def wire_bytes(body: Mapping[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
 
-__all__ = ["DIRECT_REPAIR_CONSTRAINT", "PUBLISHED_KEYS", "ROUTEBR_REPAIR_CONSTRAINT", "Protocol", "PublishedError",
-           "PublishedPrompts", "direct_errors", "load_published_prompts", "parse", "protocol_of",
-           "published_payload", "route_errors", "stage_errors", "wire_bytes"]
+__all__ = ["DIRECT_REPAIR_CONSTRAINT", "ROUTEBR_REPAIR_CONSTRAINT", "Protocol", "PublishedError", "PublishedPrompts",
+           "direct_errors", "load_published_prompts", "parse", "protocol_of", "published_payload", "route_errors",
+           "stage_errors", "wire_bytes"]

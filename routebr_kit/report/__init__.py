@@ -10,10 +10,10 @@ from .. import lazy_exports
 
 #: Every public name → the module that defines it, imported on first use.
 _EXPORTS: dict[str, str] = {name: module for module, names in {
-    "html": "figure_views render script_json write_html written_time",
-    "model": "ReportData build_report pack unpack",
-    "sources": "Producer ReportSource SourceKind load_source",
-    "traces": "RowTrace TraceSource task_traces",
+    "html": "render script_json write_html",
+    "model": "build_report unpack",
+    "sources": "load_source",
+    "traces": "task_traces",
     "write": "write_report",
 }.items() for name in names.split()}
 __all__ = sorted(_EXPORTS)

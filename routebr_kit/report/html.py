@@ -67,11 +67,11 @@ def written_time() -> str:
 #: The largest figure a report embeds (bytes); a bigger one is a located ``LIMIT_EXCEEDED``, never a huge page.
 MAX_FIGURE_BYTES = 16 * 2**20
 #: The most bytes of figures one report embeds in all.
-MAX_FIGURES_BYTES = 128 * 2**20
+_MAX_FIGURES_BYTES = 128 * 2**20
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def figure_bytes(path: Path, root: Path, *, max_bytes: int = MAX_FIGURE_BYTES) -> bytes:
+def _figure_bytes(path: Path, root: Path, *, max_bytes: int = MAX_FIGURE_BYTES) -> bytes:
     """The bytes of a figure the report may embed: a regular PNG file inside ``root`` (its real path, links
     followed, lies under ``root``'s real path), at most ``max_bytes``.  A FIFO, device or dangling link is
     ``WRONG_TYPE``; a link (or a ``..`` path) out of the folder ``UNKNOWN_REFERENCE``; anything else a located
@@ -91,10 +91,10 @@ def figure_views(figures: Sequence[FigureFile], root: Path) -> list[dict[str, An
     out = []
     total = 0
     for f in figures:
-        raw = figure_bytes(f.path, root, max_bytes=MAX_FIGURE_BYTES)
+        raw = _figure_bytes(f.path, root, max_bytes=MAX_FIGURE_BYTES)
         total += len(raw)
-        if total > MAX_FIGURES_BYTES:
-            raise DataError(ErrorCode.LIMIT_EXCEEDED, f"at most {MAX_FIGURES_BYTES:,} bytes of figures in one report",
+        if total > _MAX_FIGURES_BYTES:
+            raise DataError(ErrorCode.LIMIT_EXCEEDED, f"at most {_MAX_FIGURES_BYTES:,} bytes of figures in one report",
                             file=str(f.path), got=f"{total:,} bytes so far")
         data = base64.b64encode(raw).decode("ascii")
         rel = f.path.relative_to(root).as_posix() if f.path.is_relative_to(root) else f.path.name
@@ -102,7 +102,7 @@ def figure_views(figures: Sequence[FigureFile], root: Path) -> list[dict[str, An
     return out
 
 
-def content_security_policy(script: str) -> str:
+def _content_security_policy(script: str) -> str:
     """The page's policy: nothing fetched, images only as data URIs, and only the report's own script runs —
     allowed by its SHA-256, so no ``'unsafe-inline'``: a ``javascript:`` URL, an inline event handler or an
     injected ``<script>`` is refused by the browser even if one reached the page."""
@@ -118,7 +118,7 @@ def render(data: ReportData) -> str:
     text = template.render(
         header=data.header, scorecard=data.scorecard, diff=data.diff, figures=data.figures,
         notebooks=data.notebooks, rows=data.rows, style=_asset("report.css"), script=script,
-        csp=_markup(content_security_policy(script)), href=safe_href,
+        csp=_markup(_content_security_policy(script)), href=safe_href,
         data_json=_markup(script_json(data.plain())), chunks_json=_markup(script_json(list(data.chunks))),
         base_chunks_json=_markup(script_json(list(data.base_chunks))),
         cases_json=_markup(script_json(data.case_chunk)), pct=_pct, count=_count_text)
@@ -158,5 +158,4 @@ def write_html(data: ReportData, out: str | Path) -> Path:
     return path
 
 
-__all__ = ["MAX_FIGURES_BYTES", "MAX_FIGURE_BYTES", "content_security_policy", "figure_bytes", "figure_views",
-           "render", "script_json", "write_html", "written_time"]
+__all__ = ["MAX_FIGURE_BYTES", "figure_views", "render", "script_json", "write_html", "written_time"]

@@ -38,9 +38,9 @@ from .traces import AssetsCache, RowTrace, _assets_for, task_traces
 from .urls import anchor_id
 
 #: Rows per compressed detail chunk (one chunk is inflated when one of its cases opens).
-CHUNK_ROWS = 500
+_CHUNK_ROWS = 500
 #: The explorer's categorical columns (each a dictionary + one code per row).
-CATEGORICAL = ("task", "split", "system", "repeat", "pred", "gold", "strict", "terminal", "reason", "rule",
+_CATEGORICAL = ("task", "split", "system", "repeat", "pred", "gold", "strict", "terminal", "reason", "rule",
                "change", "stage", "base_pred")
 
 
@@ -120,11 +120,11 @@ def _count(c: Count | None, *, interval: bool = False) -> dict[str, Any] | None:
 
 #: Floors already computed, keyed by (assets folder, the scored case ids): the systems and repeats of one benchmark
 #: share their cases, so each floor is computed once per report.
-FloorCache = dict[tuple[str, tuple[str, ...]], Floor]
+_FloorCache = dict[tuple[str, tuple[str, ...]], Floor]
 
 
 def _floor(task: LedgerTask, rows: Sequence[PredictionRow], assets: AssetsCache,
-           floors: FloorCache) -> dict[str, Any] | None:
+           floors: _FloorCache) -> dict[str, Any] | None:
     """The trivial-proposer floor of the cases of ``rows`` (:mod:`routebr_kit.evaluation.floor`): the best constant
     proposer, named by its action, with its exact match, FD and FB; ``None`` without the release's assets."""
     found = _assets_for(task, assets)
@@ -140,7 +140,7 @@ def _floor(task: LedgerTask, rows: Sequence[PredictionRow], assets: AssetsCache,
 
 
 def scorecard(task: LedgerTask, assets: AssetsCache | None = None,
-              floors: FloorCache | None = None) -> list[dict[str, Any]]:
+              floors: _FloorCache | None = None) -> list[dict[str, Any]]:
     """One record per (split, repeat) of a task: the paper's metrics with their denominators, and the floor of the
     same cases (``floor``: ``None`` when the task's cases have no catalog and rules beside them)."""
     assets = assets if assets is not None else {}
@@ -222,7 +222,7 @@ def header(source: ReportSource, written_utc: str, base: ReportSource | None = N
 # --------------------------------------------------------------------------------------------- diff
 
 
-def diff_view(report: DiffReport, gate: Gate, release: Any = None) -> dict[str, Any]:
+def _diff_view(report: DiffReport, gate: Gate, release: Any = None) -> dict[str, Any]:
     """``release``: the exact verifier's check (:func:`~routebr_kit.review.gate.choose_gate`), whose lines
     (witnesses, coverage) precede the gate's."""
     values = None if release is None or not release.differs else {"widening": release.widening}
@@ -250,7 +250,7 @@ def build_report(source: ReportSource, *, base: ReportSource | None = None, gate
         diff = diff_ledgers(base.ledgers, source.ledgers)
         changed = {(c.task, c.case_id, c.repeat_id): c for c in diff.changed}
     cache: AssetsCache = {}
-    columns = {name: Column() for name in CATEGORICAL}
+    columns = {name: Column() for name in _CATEGORICAL}
     for key in source.tasks:  # the task filter lists the tasks in the report's order (headline runs first)
         columns["task"].declare(key)
     numeric: dict[str, list[int]] = {"case": [], "ok": [], "strict_ok": [], "fail_closed": [], "calls": [],
@@ -317,29 +317,28 @@ def build_report(source: ReportSource, *, base: ReportSource | None = None, gate
         else:
             numeric["base_detail"].append(-1)
 
-    chunks = [pack(details[i:i + CHUNK_ROWS]) for i in range(0, len(details), CHUNK_ROWS)]
-    base_chunks = [pack(base_details[i:i + CHUNK_ROWS]) for i in range(0, len(base_details), CHUNK_ROWS)]
+    chunks = [pack(details[i:i + _CHUNK_ROWS]) for i in range(0, len(details), _CHUNK_ROWS)]
+    base_chunks = [pack(base_details[i:i + _CHUNK_ROWS]) for i in range(0, len(base_details), _CHUNK_ROWS)]
     case_chunk = pack([case_stages(c) for c in cases])
     explorer = {
         "columns": {name: col.as_dict() for name, col in columns.items()},
         "numeric": numeric, "keys": keys,
         "cases": [[c.case_id, c.split.value, c.request.utterance] for c in cases],
-        "chunk_rows": CHUNK_ROWS, "stages": list(STAGES),
+        "chunk_rows": _CHUNK_ROWS, "stages": list(STAGES),
         "change_stage_keys": {k: list(v) for k, v in CHANGE_STAGE_KEYS.items()},
         "trace_sources": sources_used, "source_text": SOURCE_TEXT, "diff": base is not None,
     }
-    floors: FloorCache = {}
+    floors: _FloorCache = {}
     cards = [card for t in source.tasks.values() for card in scorecard(t, cache, floors)]
     replay = source.kind is SourceKind.SHADOW  # a shadow output replays recorded proposals; anything else redrew them
     view = None
     if diff is not None and base is not None:
         chosen, release = choose_gate(gate, base.ledgers, source.ledgers, diff, replay=replay)
-        view = diff_view(diff, chosen, release)
+        view = _diff_view(diff, chosen, release)
     notebooks = [{"name": n.name, "status": n.status, "seconds": n.seconds, "executed": n.executed,
                   "error": n.error, "anchor": anchor_id("nb", n.name, i)} for i, n in enumerate(source.notebooks)]
     return ReportData(header(source, written_utc, base), cards, view, explorer, chunks, base_chunks, case_chunk,
                       list(figures), notebooks)
 
 
-__all__ = ["CATEGORICAL", "CHUNK_ROWS", "Column", "ReportData", "build_report", "diff_view", "header", "pack",
-           "scorecard", "unpack"]
+__all__ = ["Column", "ReportData", "build_report", "header", "pack", "scorecard", "unpack"]

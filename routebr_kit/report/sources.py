@@ -36,7 +36,7 @@ from ..store.ledger import MANIFEST, PREDICTIONS, RAW
 from .urls import safe_href
 
 #: The file a ``routebr-kit reproduce`` output is recognised by, and the keys it must hold.
-REPRODUCE_MANIFEST = "manifest.json"
+_REPRODUCE_MANIFEST = "manifest.json"
 _REPRODUCE_KEYS = ("params_name", "notebooks")
 #: The most ledger rows a report loads per run folder: a bigger ledger is streamed once, summarised (row count,
 #: final paths, valid JSON over every row) and sampled (every k-th row, at most this many), and the page says so.
@@ -142,7 +142,7 @@ def _artifact_root(path: Path) -> Path | None:
 
 
 def _is_reproduce(path: Path) -> bool:
-    manifest = path / REPRODUCE_MANIFEST
+    manifest = path / _REPRODUCE_MANIFEST
     if not manifest.is_file():
         return False
     doc = read_json(manifest, "a reproduce manifest.json object")
@@ -169,7 +169,7 @@ def load_source(path: str | Path, *, cases: str | Path | None = None, details: b
     kind = SourceKind.SHADOW if (root / SHADOW_MANIFEST).is_file() else SourceKind.RUNS
     ledgers = load_ledgers(root, cases=cases, details=details or kind is SourceKind.SHADOW, max_rows=max_rows)
     top = ledgers.manifest if kind is SourceKind.SHADOW else {}
-    return ReportSource(root, kind, ledgers, {k: origin_of(t) for k, t in ledgers.tasks.items()},
+    return ReportSource(root, kind, ledgers, {k: _origin_of(t) for k, t in ledgers.tasks.items()},
                         _loose_figures(root), manifest=top)
 
 
@@ -182,14 +182,14 @@ def _artifact_source(path: Path, artifact: Path, details: bool) -> ReportSource:
     if not tasks:
         raise DataError(ErrorCode.FILE_NOT_FOUND, f"a published result folder with {PREDICTIONS}", file=str(path))
     chosen = LedgerSet(ledgers.root, ledgers.kind, tasks, ledgers.assets, ledgers.manifest)
-    return ReportSource(path, SourceKind.ARTIFACT, chosen, {k: origin_of(t) for k, t in tasks.items()},
+    return ReportSource(path, SourceKind.ARTIFACT, chosen, {k: _origin_of(t) for k, t in tasks.items()},
                         manifest={"artifact": str(artifact), "repository": PUBLISHED_REPOSITORY,
                                   "commit": PUBLISHED_COMMIT, "folder": prefix or "experiments/results"},
                         artifact_root=artifact)
 
 
 def _reproduce_source(path: Path, cases: str | Path | None, details: bool, max_rows: int) -> ReportSource:
-    manifest = read_json(path / REPRODUCE_MANIFEST, "a reproduce manifest.json object")
+    manifest = read_json(path / _REPRODUCE_MANIFEST, "a reproduce manifest.json object")
     tasks: dict[str, LedgerTask] = {}
     assets = None
     artifact = manifest.get("artifact")
@@ -201,7 +201,7 @@ def _reproduce_source(path: Path, cases: str | Path | None, details: bool, max_r
         tasks.update({f"artifact/{k}": _rekeyed(t, f"artifact/{k}") for k, t in published.tasks.items()})
     runs = sorted({p.parent for p in (path / "runs").rglob(PREDICTIONS)
                    if RAW not in p.relative_to(path).parts[:-1]},
-                  key=lambda f: (run_rank(f.relative_to(path / "runs")), f)) if (path / "runs").is_dir() else []
+                  key=lambda f: (_run_rank(f.relative_to(path / "runs")), f)) if (path / "runs").is_dir() else []
     chosen = _runs_cases(runs, _cases_files(path) if runs and cases is None else {}, cases)
     for folder in runs:
         key = folder.relative_to(path).as_posix()
@@ -213,11 +213,11 @@ def _reproduce_source(path: Path, cases: str | Path | None, details: bool, max_r
     notebooks = tuple(NotebookEntry(str(n.get("name")), str(n.get("status")), float(n.get("seconds") or 0.0),
                                     f"{n.get('name')}/{n.get('name')}.ipynb", str(n.get("error") or ""))
                       for n in manifest.get("notebooks") or [] if isinstance(n, dict))
-    return ReportSource(path, SourceKind.REPRODUCE, ledgers, {k: origin_of(t) for k, t in tasks.items()},
+    return ReportSource(path, SourceKind.REPRODUCE, ledgers, {k: _origin_of(t) for k, t in tasks.items()},
                         _notebook_figures(path, notebooks), notebooks, manifest, artifact_root)
 
 
-def run_rank(relative: Path) -> int:
+def _run_rank(relative: Path) -> int:
     """Where a run folder of a ``reproduce`` output's ``runs/`` is listed: headline runs first, side runs after.
 
     0 — a study run of the research-question notebooks, ``<backend>/seed-<n>/<benchmark>/<system>/<split>``;
@@ -308,7 +308,7 @@ def _loose_figures(root: Path) -> tuple[FigureFile, ...]:
 # --------------------------------------------------------------------------------------------- provenance
 
 
-def origin_of(task: LedgerTask) -> TaskOrigin:
+def _origin_of(task: LedgerTask) -> TaskOrigin:
     """What a task's manifest says produced it (published, kit run, derived or shadow manifests)."""
     m = task.manifest
     if SHADOW_KEY in m:
@@ -354,4 +354,4 @@ def _origin_note(system: System, producer: Producer, detail: Mapping[str, Any]) 
 
 
 __all__ = ["CAPTIONS", "FigureFile", "NotebookEntry", "Producer", "ReportSource", "SourceKind", "TaskOrigin",
-           "load_source", "origin_of"]
+           "load_source"]

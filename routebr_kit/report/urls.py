@@ -23,7 +23,7 @@ _ANCHOR = re.compile(r"#[A-Za-z0-9_-]{1,200}")
 _SEGMENT = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")
 _PNG = re.compile(r"data:image/png;base64,[A-Za-z0-9+/]*={0,2}")
 #: attributes that carry a URL a browser may fetch or navigate to
-URL_ATTRIBUTES = frozenset({"href", "src", "action", "formaction", "srcset", "poster", "data", "background",
+_URL_ATTRIBUTES = frozenset({"href", "src", "action", "formaction", "srcset", "poster", "data", "background",
                             "cite", "longdesc", "manifest", "ping", "xlink:href"})
 
 
@@ -53,7 +53,7 @@ class _Audit(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         for name, value in attrs:
-            if name.lower() not in URL_ATTRIBUTES:
+            if name.lower() not in _URL_ATTRIBUTES:
                 continue
             text = value or ""
             allowed = (_PNG.fullmatch(text) is not None) if (tag, name) == ("img", "src") else \
@@ -75,4 +75,4 @@ def check_urls(html: str) -> None:
                         "as URLs in the report", field=f"<{tag} {name}>", got=value)
 
 
-__all__ = ["URL_ATTRIBUTES", "anchor_id", "check_urls", "safe_href"]
+__all__ = ["anchor_id", "check_urls", "safe_href"]

@@ -14,7 +14,7 @@ from .model import build_report
 from .sources import SourceKind, load_source
 
 #: The file name a report gets inside the folder it describes.
-REPORT_NAME = "report.html"
+_REPORT_NAME = "report.html"
 
 
 @dataclass(frozen=True)
@@ -27,9 +27,9 @@ class WrittenReport:
     kind: SourceKind
 
 
-def default_out(run_dir: str | Path, kind: SourceKind) -> Path:
+def _default_out(run_dir: str | Path, kind: SourceKind) -> Path:
     """``RUN_DIR/report.html``; for a published artifact (read-only data) ``./report.html`` instead."""
-    return Path(REPORT_NAME) if kind is SourceKind.ARTIFACT else Path(run_dir) / REPORT_NAME
+    return Path(_REPORT_NAME) if kind is SourceKind.ARTIFACT else Path(run_dir) / _REPORT_NAME
 
 
 def write_report(run_dir: str | Path, out: str | Path | None = None, *, base: str | Path | None = None,
@@ -48,9 +48,9 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, *, base: st
                                 file=str(sampled.path), got=f"{sampled.sample.total:,} rows")
     data = build_report(source, base=base_source, gate=gate, written_utc=written_time(),
                         figures=figure_views(source.figures, source.path))
-    path = write_html(data, out if out is not None else default_out(run_dir, source.kind))
+    path = write_html(data, out if out is not None else _default_out(run_dir, source.kind))
     changed = data.diff["changed"] if data.diff is not None else None
     return WrittenReport(path, data.rows, changed, path.stat().st_size, time.perf_counter() - started, source.kind)
 
 
-__all__ = ["REPORT_NAME", "WrittenReport", "default_out", "write_report"]
+__all__ = ["WrittenReport", "write_report"]

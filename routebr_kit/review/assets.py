@@ -44,9 +44,9 @@ from ..store.files import MAX_CSV_BYTES, read_bytes, read_json, read_text
 
 CATALOG_FILE = "catalog.csv"
 RULES_FILE = "boundary_rules.csv"
-PROFILE_NAMES = ("api_profiles.json", "profiles.json", "profiles.yaml", "profiles.yml")
-PUBLISHED_PROMPTS = "prompts.json"
-KIT_PROMPTS_GLOB = "routebr-prompts-*.json"
+_PROFILE_NAMES = ("api_profiles.json", "profiles.json", "profiles.yaml", "profiles.yml")
+_PUBLISHED_PROMPTS = "prompts.json"
+_KIT_PROMPTS_GLOB = "routebr-prompts-*.json"
 
 
 class EditClass(str, enum.Enum):
@@ -83,9 +83,9 @@ class AssetFiles:
             if not (root / name).is_file():
                 raise DataError(ErrorCode.FILE_NOT_FOUND, f"{name} in the asset directory", file=str(root / name))
         registry = _one(root, [root / n for n in REGISTRY_NAMES if (root / n).is_file()], "one registry file")
-        prompts = _one(root, ([root / PUBLISHED_PROMPTS] if (root / PUBLISHED_PROMPTS).is_file() else [])
-                       + sorted(root.glob(KIT_PROMPTS_GLOB)), "one prompts file")
-        profiles = _one(root, [root / n for n in PROFILE_NAMES if (root / n).is_file()], "one profiles file")
+        prompts = _one(root, ([root / _PUBLISHED_PROMPTS] if (root / _PUBLISHED_PROMPTS).is_file() else [])
+                       + sorted(root.glob(_KIT_PROMPTS_GLOB)), "one prompts file")
+        profiles = _one(root, [root / n for n in _PROFILE_NAMES if (root / n).is_file()], "one profiles file")
         schema = root / STATE_SCHEMA_NAME if (root / STATE_SCHEMA_NAME).exists() else None
         adapter = tuple(sorted(root.glob("*.py")))
         known = {CATALOG_FILE, RULES_FILE, *(p.name for p in (registry, prompts, profiles, schema) if p),
@@ -109,15 +109,15 @@ class AssetFiles:
             "catalog": found([root / CATALOG_FILE], "one catalog"),
             "rules": found([root / RULES_FILE], "one rules file"),
             "registry": found([root / n for n in REGISTRY_NAMES], "one registry file"),
-            "prompts": found([root / PUBLISHED_PROMPTS, *sorted(root.glob(KIT_PROMPTS_GLOB))], "one prompts file"),
-            "profiles": found([root / n for n in PROFILE_NAMES], "one profiles file"),
+            "prompts": found([root / _PUBLISHED_PROMPTS, *sorted(root.glob(_KIT_PROMPTS_GLOB))], "one prompts file"),
+            "profiles": found([root / n for n in _PROFILE_NAMES], "one profiles file"),
             "state_schema": found([root / STATE_SCHEMA_NAME], "one state-schema file"),
         }
         return dataclasses.replace(self.replace(**changes), adapter=tuple(sorted(root.glob("*.py"))) or self.adapter)
 
     def replace(self, **changes: Path | None) -> AssetFiles:
         """The same release with some files swapped (``None`` values keep the current file)."""
-        values = {name: getattr(self, name) for name in ASSET_NAMES}
+        values = {name: getattr(self, name) for name in _ASSET_NAMES}
         values.update({k: Path(v) for k, v in changes.items() if v is not None})
         return AssetFiles(**values, adapter=self.adapter, ignored=self.ignored)
 
@@ -135,12 +135,12 @@ class AssetFiles:
                 "adapter": {p.name: sha256_file(p) for p in self.adapter}}
 
     def describe(self) -> dict[str, Any]:
-        return {"files": {k: (str(getattr(self, k)) if getattr(self, k) is not None else None) for k in ASSET_NAMES},
+        return {"files": {k: (str(getattr(self, k)) if getattr(self, k) is not None else None) for k in _ASSET_NAMES},
                 "hashes": self.hashes()}
 
 
 #: The single-file assets of a release, in the order they are reported.
-ASSET_NAMES = ("catalog", "rules", "registry", "prompts", "profiles", "state_schema")
+_ASSET_NAMES = ("catalog", "rules", "registry", "prompts", "profiles", "state_schema")
 
 
 def _one(root: Path, found: list[Path], what: str) -> Path | None:
@@ -150,7 +150,7 @@ def _one(root: Path, found: list[Path], what: str) -> Path | None:
     return found[0] if found else None
 
 
-def prompt_stage_texts(path: Path | None) -> dict[str, str] | None:
+def _prompt_stage_texts(path: Path | None) -> dict[str, str] | None:
     """The text of each prompt stage (published layout: stage keys at top level; kit layout: ``stages`` lists
     plus the output schemas and the repair line, which a model sees too).  ``None`` without a prompts file."""
     if path is None:
@@ -231,7 +231,7 @@ _CLASS_OF = (("catalog", EditClass.CATALOG), ("rules", EditClass.RULES), ("regis
 def compare_assets(base: AssetFiles, candidate: AssetFiles) -> AssetEdit:
     """Hash both releases, load both, and classify every difference."""
     hb, hc = base.hashes(), candidate.hashes()
-    changed = tuple(k for k in (*ASSET_NAMES, "adapter") if hb[k] != hc[k])
+    changed = tuple(k for k in (*_ASSET_NAMES, "adapter") if hb[k] != hc[k])
     a, b = base.load(), candidate.load()
     classes = tuple(dict.fromkeys(cls for name, cls in _CLASS_OF if name in changed))
     catalog_prompt = a.catalog.prompt_view() != b.catalog.prompt_view()
@@ -242,7 +242,7 @@ def compare_assets(base: AssetFiles, candidate: AssetFiles) -> AssetEdit:
     reg = registry_changes(a.registry, b.registry)
     stages: tuple[str, ...] = ()
     if "prompts" in changed:
-        old_t, new_t = prompt_stage_texts(base.prompts), prompt_stage_texts(candidate.prompts)
+        old_t, new_t = _prompt_stage_texts(base.prompts), _prompt_stage_texts(candidate.prompts)
         if old_t is None or new_t is None:
             stages = PROMPT_KEYS  # one side has no prompt file: every stage may differ
         else:
@@ -297,9 +297,9 @@ def write_release(directory: str | Path, base: AssetFiles, *, rules: Sequence[Ru
 
 def _asset_files(root: Path) -> list[Path]:
     """The files of ``root`` that :meth:`AssetFiles.from_dir` would read as a release's assets (nothing else)."""
-    names = {CATALOG_FILE, RULES_FILE, *REGISTRY_NAMES, PUBLISHED_PROMPTS, *PROFILE_NAMES, STATE_SCHEMA_NAME}
+    names = {CATALOG_FILE, RULES_FILE, *REGISTRY_NAMES, _PUBLISHED_PROMPTS, *_PROFILE_NAMES, STATE_SCHEMA_NAME}
     return [p for p in root.iterdir() if (p.is_file() or p.is_symlink())
-            and (p.name in names or p.match(KIT_PROMPTS_GLOB) or p.suffix == ".py")]
+            and (p.name in names or p.match(_KIT_PROMPTS_GLOB) or p.suffix == ".py")]
 
 
 def registry_without(path: str | Path, object_ids: Sequence[str]) -> str:
@@ -331,6 +331,5 @@ def rules_prompt_view(assets: Assets) -> list[dict[str, Any]]:
     return [r.as_dict() for r in assets.policy.rules]
 
 
-__all__ = ["ASSET_NAMES", "AssetEdit", "AssetFiles", "EditClass", "compare_assets", "prompt_stage_texts",
-           "prompts_with_line", "registry_changes", "registry_without", "rules_csv", "rules_prompt_view",
-           "write_release"]
+__all__ = ["AssetEdit", "AssetFiles", "EditClass", "compare_assets", "prompts_with_line", "registry_changes",
+           "registry_without", "rules_csv", "rules_prompt_view", "write_release"]

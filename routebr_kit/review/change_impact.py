@@ -59,7 +59,7 @@ PAPER_SLICES: Mapping[EditClass, str] = {
     EditClass.PROFILE_ADAPTER: "schema, response-identity, timeout, repair and fail-closed adapter tests",
 }
 #: The confusable pair of actions the paper names.
-CONFUSION_ACTIONS = ("A2_INFO_LOOKUP", "A3_ACCOUNT_ANALYSIS")
+_CONFUSION_ACTIONS = ("A2_INFO_LOOKUP", "A3_ACCOUNT_ANALYSIS")
 #: What an adapter edit must pass: (property, pytest node ID).
 ADAPTER_TESTS: tuple[tuple[str, str], ...] = (
     ("schema", "tests/test_backend_openai.py::test_happy_path_sends_the_contract_body_and_records_the_reply"),
@@ -248,7 +248,7 @@ def _same_controller_inputs(edit: AssetEdit, base: Controller, candidate: Contro
             and same(a.policy, b.policy) and a.policy.state_schema.sha256 == b.policy.state_schema.sha256)
 
 
-def controller_affected(task: LedgerTask, replay: ReviewReplay) -> list[AffectedRow]:
+def _controller_affected(task: LedgerTask, replay: ReviewReplay) -> list[AffectedRow]:
     """The controller set of one task (see the module docstring): rows whose :class:`ControllerView` differs
     between the base decision and the candidate decision of the same recorded replies — the two sides of the
     review's one ``replay``."""
@@ -276,7 +276,7 @@ def _paper_slice(cls: EditClass, ledgers: LedgerSet) -> tuple[tuple[str, str, st
         for task in ledgers.tasks.values():
             for r in task.rows:
                 gold = task.cases[r.case_id].gold.action
-                if gold in CONFUSION_ACTIONS and r.pred_action in CONFUSION_ACTIONS and r.pred_action != gold:
+                if gold in _CONFUSION_ACTIONS and r.pred_action in _CONFUSION_ACTIONS and r.pred_action != gold:
                     confused.add(r.case_id)
     keys = []
     for task in ledgers.tasks.values():
@@ -316,7 +316,7 @@ def impact(edit: AssetEdit, ledgers: LedgerSet | None = None, options: Mapping[s
         for task in ledgers.tasks.values():
             total += len(task.rows)
             changed_lists = sides.rebased(task)[1]
-            decided = controller_affected(task, sides)
+            decided = _controller_affected(task, sides)
             controller.extend(decided)
             for row in decided:
                 for cls in (EditClass.RULES, EditClass.STATE_SCHEMA, EditClass.CATALOG, EditClass.REGISTRY):
@@ -341,5 +341,5 @@ def impact(edit: AssetEdit, ledgers: LedgerSet | None = None, options: Mapping[s
                         slices, adapter, total, tuple(controller), options)
 
 
-__all__ = ["ADAPTER_TESTS", "CONFUSION_ACTIONS", "PAPER_SLICES", "AffectedRow", "BaseCache", "ControllerView", "Cost",
-           "ImpactReport", "artifact_asset_files", "controller_affected", "impact"]
+__all__ = ["ADAPTER_TESTS", "PAPER_SLICES", "AffectedRow", "BaseCache", "ControllerView", "Cost", "ImpactReport",
+           "artifact_asset_files", "impact"]

@@ -23,7 +23,7 @@ from .ledgers import LedgerSet, LedgerTask
 
 #: The gate before forbidden dispatch was measured (what the contrast shows passing the edit).
 OLD_GATE = "new_false_dispatch <= 0, path_exact_drop <= 1.0pp, flip_pairs_drop <= 0"
-MEASURES = ("exact", "gold-based FD (paper)", "forbidden dispatch (kit)")
+_MEASURES = ("exact", "gold-based FD (paper)", "forbidden dispatch (kit)")
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class ForbiddenContrast:
         import pandas as pd
 
         return pd.DataFrame({f"base {self.task.key}": self.counts["base"].values(),
-                             "candidate": self.counts["candidate"].values()}, index=list(MEASURES))
+                             "candidate": self.counts["candidate"].values()}, index=list(_MEASURES))
 
 
 def _moved(row, action: str):
@@ -99,7 +99,7 @@ def forbidden_dispatch_contrast(release, ledgers: LedgerSet, case_id: str, actio
     return ForbiddenContrast(task, cases, case_id, action, check, counts, report.metrics(), verdicts)
 
 #: The facts :func:`contrast_facts` gives notebook 10's ``%%conclusion contrast`` cell (``found`` aside).
-CONTRAST_FACTS = ("case", "gold", "action", "system", "base_exact", "base_exact_n", "candidate_exact",
+_CONTRAST_FACTS = ("case", "gold", "action", "system", "base_exact", "base_exact_n", "candidate_exact",
                   "candidate_exact_n", "base_false_dispatch", "base_false_dispatch_n", "candidate_false_dispatch",
                   "candidate_false_dispatch_n", "base_forbidden_dispatch", "base_forbidden_dispatch_n",
                   "candidate_forbidden_dispatch", "candidate_forbidden_dispatch_n", "fd_same", "terminal", "reason",
@@ -112,7 +112,7 @@ def contrast_facts(contrast: ForbiddenContrast | None) -> dict[str, Any]:
     verdicts of :data:`OLD_GATE` and :data:`DEFAULT_GATE` as booleans); with no contrast, ``found`` is False and every
     other fact is None (the template's other branch names none of them)."""
     if contrast is None:
-        return {"found": False, **dict.fromkeys(CONTRAST_FACTS)}
+        return {"found": False, **dict.fromkeys(_CONTRAST_FACTS)}
     facts: dict[str, Any] = {"found": True, "case": contrast.case_id,
                              "gold": contrast.cases[contrast.case_id].gold.final_path,
                              "action": contrast.check.action_id, "system": "B2"}
@@ -134,4 +134,4 @@ def contrast_facts(contrast: ForbiddenContrast | None) -> dict[str, Any]:
     return facts
 
 
-__all__ = ["CONTRAST_FACTS", "OLD_GATE", "ForbiddenContrast", "contrast_facts", "forbidden_dispatch_contrast"]
+__all__ = ["OLD_GATE", "ForbiddenContrast", "contrast_facts", "forbidden_dispatch_contrast"]

@@ -138,7 +138,7 @@ def _unique_rows(rows: Sequence[PredictionRow], file: str) -> None:
         seen[key] = r.line
 
 
-CasesCache = dict[Path, dict[str, Case]]
+_CasesCache = dict[Path, dict[str, Case]]
 
 
 def receipt_index(receipts: Sequence[Path], default_repeat: str = "0") -> dict[RowKey, Path]:
@@ -194,7 +194,7 @@ def check_state_schema(task: LedgerTask, assets: Assets) -> None:
 
 
 def load_ledgers(path: str | Path, *, cases: str | Path | None = None, assets: Assets | None = None,
-                 details: bool = True, cache: CasesCache | None = None, max_rows: int | None = None) -> LedgerSet:
+                 details: bool = True, cache: _CasesCache | None = None, max_rows: int | None = None) -> LedgerSet:
     """The ledgers under ``path``: a published artifact directory, a run directory, or a tree of them.
 
     ``cases`` is the gold cases file for run directories whose manifest does not name one (shadow outputs do);
@@ -327,7 +327,7 @@ def _replayed_details(assets: Assets, options: ControllerOptions, rows: Sequence
     return {(r.case_id, r.repeat_id): RowDetail.of_decision(d) for r, d in zip(rows, decisions)}
 
 
-def _artifact_set(artifact: Artifact, want_details: bool, cache: CasesCache) -> LedgerSet:
+def _artifact_set(artifact: Artifact, want_details: bool, cache: _CasesCache) -> LedgerSet:
     by_phase = {}
     for phase in (SELECT, CONFIRM):
         key = artifact.cases_path(phase).resolve()
@@ -377,5 +377,4 @@ def load_many(paths: Sequence[str | Path], *, cases: str | Path | None = None, a
 
 
 __all__ = ["SHADOW_KEY", "SHADOW_MANIFEST", "LedgerSet", "LedgerTask", "RowDetail", "check_state_schema",
-           "controller_overrides", "gold_sha256", "load_ledgers", "load_many", "receipt_index",
-           "replay_by_repeat"]
+           "controller_overrides", "gold_sha256", "load_ledgers", "load_many", "receipt_index", "replay_by_repeat"]

@@ -324,7 +324,7 @@ def diff_sentence(report: DiffReport) -> str:
 
 SOURCES = ("auto", "artifact", "simulated")
 #: The base runs recorded on the kit benchmark: (system, split).
-KIT_TASKS = (("routebr", "MAIN"), ("routebr", "FLIP"), ("routebr", "ENTITY"), ("b2", "FLIP"))
+_KIT_TASKS = (("routebr", "MAIN"), ("routebr", "FLIP"), ("routebr", "ENTITY"), ("b2", "FLIP"))
 #: How many case IDs a grouped table cell names before it only counts the rest.
 CASES_SHOWN = 3
 
@@ -371,7 +371,7 @@ def _kit_runs(seed: int, language: str, profile: str, runs: Path) -> ReviewSourc
     assets = assets_beside(cases_path)
     cases = [c for c in load_cases(cases_path) if c.split is not Split.DEV]
     folders = []
-    for system, split in KIT_TASKS:
+    for system, split in _KIT_TASKS:
         folder = runs / profile.replace(":", "-") / f"seed-{seed}" / f"{system}-{split.lower()}"
         backend = make_backend(profile, cases=cases, catalog=assets.catalog, seed=seed)
         run_cases([c for c in cases if c.split.value == split], backend, system=system, assets=assets,
@@ -414,7 +414,6 @@ def transitions(report: DiffReport):
     return grouped.sort_values(["change_class", "rows"], ascending=[True, False], kind="stable").reset_index(drop=True)
 
 
-__all__ = ["CASES_SHOWN", "CHANGED_COLUMNS", "KIT_TASKS", "SOURCES", "Review", "ReviewSource", "SummaryRow",
-           "candidate_edit", "case_summary", "diff_sentence", "edit_lines", "first_match_order", "impact_lines",
-           "load_review_source", "release_files", "release_review", "review_source", "state_schema_file",
-           "text_table", "transitions"]
+__all__ = ["CASES_SHOWN", "CHANGED_COLUMNS", "SOURCES", "Review", "ReviewSource", "SummaryRow", "candidate_edit",
+           "case_summary", "diff_sentence", "edit_lines", "first_match_order", "impact_lines", "load_review_source",
+           "release_files", "release_review", "review_source", "state_schema_file", "text_table", "transitions"]

@@ -174,7 +174,7 @@ class SessionDiffReport:
                 "changes": [c.as_dict() for c in self.changes]}
 
 
-def session_change(replay: SessionReplay, session_id: str) -> SessionChange | None:
+def _session_change(replay: SessionReplay, session_id: str) -> SessionChange | None:
     """The change of one session (``None`` when every decision is the same on both sides)."""
     base = tuple(decision_summary(d) for d in replay.base(session_id))
     cand = tuple(decision_summary(d) for d in replay.candidate(session_id))
@@ -189,7 +189,7 @@ def session_change(replay: SessionReplay, session_id: str) -> SessionChange | No
 
 def diff_sessions(replay: SessionReplay) -> SessionDiffReport:
     """The paired view of ``replay``: per session, the first request whose decision changed, and the rest."""
-    changes = [c for sid in replay.ledger.sessions if (c := session_change(replay, sid)) is not None]
+    changes = [c for sid in replay.ledger.sessions if (c := _session_change(replay, sid)) is not None]
     return SessionDiffReport(len(replay.ledger.sessions), replay.ledger.requests, tuple(changes))
 
 
@@ -233,4 +233,4 @@ def review_facts(summary: Any, diffs: Mapping[str, SessionDiffReport], name: str
 
 
 __all__ = ["SessionChange", "SessionDiffReport", "SessionReplay", "SessionShadow", "diff_sessions",
-           "review_candidates", "review_facts", "session_change", "shadow_sessions", "stale_history"]
+           "review_candidates", "review_facts", "shadow_sessions", "stale_history"]

@@ -67,7 +67,7 @@ class ShadowFlag(str, enum.Enum):
 
 
 #: Option names ``--options`` accepts (controller options; the fallback is a bounded terminal).
-OPTION_NAMES = ("fallback", "enforce_state", "enable_grounding", "repair")
+_OPTION_NAMES = ("fallback", "enforce_state", "enable_grounding", "repair")
 
 _STAGE_OF_SYSTEM = {System.ROUTEBR: "ROUTEBR", System.A_STATE: "ROUTEBR", System.A_GROUND: "ROUTEBR",
                     System.B1_DIRECT: "B1_DIRECT", System.B2_DIRECT_GUARD: "B2_DIRECT_GUARD"}
@@ -88,8 +88,8 @@ def parse_options(items: Sequence[str] | Mapping[str, Any] | None) -> dict[str, 
             pairs.append((name.strip(), value.strip()))
     out: dict[str, Any] = {}
     for name, value in pairs:
-        if name not in OPTION_NAMES:
-            raise DataError(ErrorCode.UNKNOWN_ENUM, "one of " + ", ".join(OPTION_NAMES), got=name, field="options")
+        if name not in _OPTION_NAMES:
+            raise DataError(ErrorCode.UNKNOWN_ENUM, "one of " + ", ".join(_OPTION_NAMES), got=name, field="options")
         if name in out:
             raise DataError(ErrorCode.DUPLICATE_ID, "each option at most once", got=name, field="options")
         if name == "fallback":
@@ -227,7 +227,7 @@ def row_flags(task: LedgerTask, row: PredictionRow, decision: Decision | None, e
     return tuple(flags)
 
 
-def task_controller(task: LedgerTask, assets: Assets, options: Mapping[str, Any] | None = None) -> Controller:
+def _task_controller(task: LedgerTask, assets: Assets, options: Mapping[str, Any] | None = None) -> Controller:
     """The controller a controller task is replayed with: ``assets``, the system's options, the options the run
     recorded (a kit run's fallback, repair, ...) and then ``options`` (the review's overrides)."""
     recorded = controller_overrides(task.manifest)
@@ -275,8 +275,8 @@ class ReviewReplay:
         """The base and the candidate controller of a controller task (:func:`task_controller`)."""
         found = self._controllers.get(task.key)
         if found is None:
-            found = self._controllers[task.key] = (task_controller(task, self.edit.base_assets),
-                                                   task_controller(task, self.edit.candidate_assets, self.options))
+            found = self._controllers[task.key] = (_task_controller(task, self.edit.base_assets),
+                                                   _task_controller(task, self.edit.candidate_assets, self.options))
         return found
 
     def base(self, task: LedgerTask) -> tuple[Decision, ...]:
@@ -474,6 +474,6 @@ def shadow_ledgers(result: ShadowResult) -> LedgerSet:
     return LedgerSet(Path("<shadow>"), "shadow", tasks, result.edit.candidate_assets)
 
 
-__all__ = ["OPTION_NAMES", "SHADOW_ROWS", "BaseCache", "ReviewReplay", "ShadowFlag", "ShadowResult", "ShadowRow",
-           "ShadowTask", "parse_options", "rebase_cases", "replay_task", "review_replay", "row_flags",
-           "shadow_ledgers", "shadow_replay", "task_controller", "trace_pair", "write_shadow"]
+__all__ = ["SHADOW_ROWS", "BaseCache", "ReviewReplay", "ShadowFlag", "ShadowResult", "ShadowRow", "ShadowTask",
+           "parse_options", "rebase_cases", "replay_task", "review_replay", "row_flags", "shadow_ledgers",
+           "shadow_replay", "trace_pair", "write_shadow"]

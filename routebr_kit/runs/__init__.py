@@ -8,10 +8,8 @@ from .. import lazy_exports
 
 #: Every public name → the module that defines it, imported on first use.
 _EXPORTS: dict[str, str] = {name: module for module, names in {
-    "leakage": "Leak gold_leaks gold_only_values leak_summary receipt_leaks",
-    "replay": "Replayed replay_rows",
-    "runner": "RESUME_KEYS RateLimiter RunResult SYSTEM_NAMES aderive_interventions arun_cases "
-        "derive_interventions describe_backend parse_system rate_limited run_cases",
+    "runner": "RunResult",
+    "sessions": "run_sessions",
 }.items() for name in names.split()}
 __all__ = sorted(_EXPORTS)
 

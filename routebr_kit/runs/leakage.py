@@ -23,7 +23,7 @@ from typing import Any
 
 from ..store.cases import Case
 
-REFERENCE_KEY_PARTS = ("annotator", "scenario_cell", "pair_id", "object_difficulty")
+_REFERENCE_KEY_PARTS = ("annotator", "scenario_cell", "pair_id", "object_difficulty")
 #: How deep a body is searched (request bodies are shallow; this only bounds hostile input).
 MAX_DEPTH = 64
 
@@ -77,7 +77,7 @@ def gold_leaks(case: Case, stage: str, body: Any) -> list[Leak]:
     for kind, where, text in _walk(body, "body"):
         if kind == "key":
             lowered = text.lower()
-            if lowered.startswith("gold") or any(part in lowered for part in REFERENCE_KEY_PARTS):
+            if lowered.startswith("gold") or any(part in lowered for part in _REFERENCE_KEY_PARTS):
                 found.append(Leak(case.case_id, stage, where, f"key {text!r}"))
         elif kind == "value" and text in gold:
             found.append(Leak(case.case_id, stage, where, f"gold-only value {text!r}"))

@@ -55,7 +55,7 @@ from ..systems.baselines import DirectBaseline, DirectDecision, prediction_from_
 from .leakage import leak_summary
 from .replay import replay_rows
 
-KIT_DIR = Path(__file__).resolve().parents[1]
+_KIT_DIR = Path(__file__).resolve().parents[1]
 
 #: Short names accepted wherever a system is named (CLI, notebooks), next to the published ``system_id`` values.
 SYSTEM_NAMES = {"routebr": System.ROUTEBR, "b1": System.B1_DIRECT, "b2": System.B2_DIRECT_GUARD,
@@ -148,7 +148,7 @@ class CaseRecorder:
         self.exchanges: list[_Exchange] = []
 
     async def complete(self, call: ModelCall) -> ModelReply:
-        reply = redact_reply(await ask_backend(self._backend, call), SECRETS.redactor())
+        reply = _redact_reply(await ask_backend(self._backend, call), SECRETS.redactor())
         self.exchanges.append(_Exchange(call, reply))
         return reply
 
@@ -164,7 +164,7 @@ class CaseRecorder:
                 "latency_ms": round(sum(r.latency_ms for r in replies), 3)}
 
 
-def redact_reply(reply: ModelReply, redactor: Redactor) -> ModelReply:
+def _redact_reply(reply: ModelReply, redactor: Redactor) -> ModelReply:
     """``reply`` with every secret removed from its content, reported model and failure message.
 
     Done as the reply arrives, before the controller reads it, so the live decision is the one a replay of the
@@ -402,8 +402,8 @@ def _manifest(system: System, repeat_id: str, cases: Sequence[Case], assets: Ass
         "registry": assets.registry.sha256 if assets.registry is not None else None,
         "prompts": (backend.get("prompts") or {}).get("sha256"),
         "profile": (backend.get("profile") or {}).get("sha256"),
-        "controller": source_sha256(KIT_DIR / "core"),
-        "baselines": None if system.uses_controller else sha256_file(KIT_DIR / "systems" / "baselines.py"),
+        "controller": source_sha256(_KIT_DIR / "core"),
+        "baselines": None if system.uses_controller else sha256_file(_KIT_DIR / "systems" / "baselines.py"),
     }
     splits = [s.value for s in Split if any(c.split is s for c in cases)]
     return {

@@ -166,7 +166,7 @@ def run_sessions(controller: Controller, sessions: Iterable[tuple[str, Sequence[
 
 
 #: Where a composite request's utterance is split into one clause per item (the kit's en/zh composite wording).
-CLAUSE_BREAK = re.compile(r"\?\s*And\s+|,\s*then\s+|，然后|？再帮我|？再")
+_CLAUSE_BREAK = re.compile(r"\?\s*And\s+|,\s*then\s+|，然后|？再帮我|？再")
 
 
 class ItemwiseProposer:
@@ -183,7 +183,7 @@ class ItemwiseProposer:
     async def complete(self, call: ModelCall) -> ModelReply:
         if not call.stage.is_composite or call.stage.is_repair:
             return await self.backend.complete(call)
-        clauses = [c for c in CLAUSE_BREAK.split(str(call.payload.get("request", ""))) if c.strip()]
+        clauses = [c for c in _CLAUSE_BREAK.split(str(call.payload.get("request", ""))) if c.strip()]
         items = []
         for n, clause in enumerate(clauses, start=1):
             payload = {**call.payload, "request": clause, "contract": dict(CONTRACT_FLAGS)}
@@ -198,5 +198,5 @@ class ItemwiseProposer:
         return ModelReply(content=json.dumps({"items": items}, ensure_ascii=False), model=self.name)
 
 
-__all__ = ["CLAUSE_BREAK", "ItemwiseProposer", "RecordedRequest", "SessionLedger", "decision_summary", "router_for",
-           "replay_session", "run_sessions", "step_events"]
+__all__ = ["ItemwiseProposer", "RecordedRequest", "SessionLedger", "decision_summary", "router_for", "replay_session",
+           "run_sessions", "step_events"]

@@ -7,9 +7,9 @@ from .. import lazy_exports
 
 #: Every public name → the module that defines it, imported on first use.
 _EXPORTS: dict[str, str] = {name: module for module, names in {
-    "cells": "Cell CellStore compute",
-    "engine": "CellFailed CellRun run_cells unique_cells",
-    "executors": "ExecutorKind ExecutorSpec InlineExecutor open_executor",
+    "cells": "Cell CellStore",
+    "engine": "CellFailed run_cells",
+    "executors": "ExecutorKind ExecutorSpec",
 }.items() for name in names.split()}
 __all__ = sorted(_EXPORTS)
 

@@ -26,7 +26,7 @@ from ..core.hashing import canonical_json, sha256_bytes
 from ..store.files import parse_json, read_json, read_text
 
 CELL, RESULT, DONE = "cell.json", "result.json", "done.json"
-TMP_PREFIX = ".tmp-"
+_TMP_PREFIX = ".tmp-"
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +122,7 @@ class CellStore:
         if final.is_symlink() or (final.exists() and not final.is_dir()):
             raise DataError(ErrorCode.WRONG_TYPE, "a cell directory (delete it to recompute the cell)",
                             file=str(final), got="a file")
-        tmp = self.root / f"{TMP_PREFIX}{cell.key}-{uuid.uuid4().hex}"
+        tmp = self.root / f"{_TMP_PREFIX}{cell.key}-{uuid.uuid4().hex}"
         tmp.mkdir()
         try:
             for name, text in ((CELL, cell.spec_json), (RESULT, result_json),
@@ -145,7 +145,7 @@ class CellStore:
         """Remove ``.tmp-*`` directories left by killed runs; returns how many."""
         if not self.root.is_dir():
             return 0
-        stale = [p for p in self.root.iterdir() if p.name.startswith(TMP_PREFIX)]
+        stale = [p for p in self.root.iterdir() if p.name.startswith(_TMP_PREFIX)]
         for p in stale:
             shutil.rmtree(p, ignore_errors=True)
         return len(stale)

@@ -25,7 +25,7 @@ from ..store.files import parse_json
 from .cells import Cell, CellStore, compute
 from .executors import ExecutorSpec, open_executor
 
-CELLS_DIR = "cells"
+_CELLS_DIR = "cells"
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def run_cells(cells: Sequence[Cell] | Iterable[Cell], out_dir: str | Path, *,
     if isinstance(executor, str):  # a bad spec fails before anything runs, even when every cell is finished
         executor = ExecutorSpec.parse(executor)
     unique = unique_cells(cells)
-    store = CellStore(Path(out_dir) / CELLS_DIR)
+    store = CellStore(Path(out_dir) / _CELLS_DIR)
     store.clean_partial()
     results = {cell.key: stored for cell in unique if (stored := store.load(cell)) is not None}
     reused = tuple(sorted(results))

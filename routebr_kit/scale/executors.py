@@ -130,7 +130,7 @@ def _is_ipv4(host: str) -> bool:
 
 #: Seconds to wait for a scheduler's handshake, and the largest handshake the kit accepts (bytes).
 HANDSHAKE_TIMEOUT_S = 5.0
-MAX_HANDSHAKE_BYTES = 64 * 1024
+_MAX_HANDSHAKE_BYTES = 64 * 1024
 
 
 def check_scheduler(address: str, timeout: float | None = None) -> None:
@@ -156,7 +156,7 @@ def check_scheduler(address: str, timeout: float | None = None) -> None:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
             sock.settimeout(timeout)
             (size,) = struct.unpack("<Q", _receive(sock, 8))
-            if not 16 <= size <= MAX_HANDSHAKE_BYTES:
+            if not 16 <= size <= _MAX_HANDSHAKE_BYTES:
                 raise refuse(f"not a Dask handshake: its first message announces {size:,} bytes")
             body = _receive(sock, size)
     except TimeoutError:

@@ -19,7 +19,7 @@ from typing import IO, Any
 _OFF_VALUES = ("", "0", "false", "False", "no")
 
 
-def bars_disabled_by_environment() -> bool:
+def _bars_disabled_by_environment() -> bool:
     """``TQDM_DISABLE`` is set to something other than an empty or false value."""
     return os.environ.get("TQDM_DISABLE", "") not in _OFF_VALUES
 
@@ -27,7 +27,7 @@ def bars_disabled_by_environment() -> bool:
 def terminal_progress(no_progress: bool = False, stream: IO[str] | None = None) -> bool:
     """Whether a command shows progress bars: not ``no_progress``, not ``TQDM_DISABLE``, and ``stream`` (standard
     error by default) is a terminal."""
-    if no_progress or bars_disabled_by_environment():
+    if no_progress or _bars_disabled_by_environment():
         return False
     stream = sys.stderr if stream is None else stream
     try:
@@ -40,8 +40,8 @@ def progress_bar(iterable: Iterable[Any] | None = None, *, show: bool = True, **
     """A ``tqdm.auto`` bar, off with ``show=False`` or ``TQDM_DISABLE`` set."""
     from tqdm.auto import tqdm
 
-    options["disable"] = not show or bars_disabled_by_environment()
+    options["disable"] = not show or _bars_disabled_by_environment()
     return tqdm(iterable, **options)
 
 
-__all__ = ["bars_disabled_by_environment", "progress_bar", "terminal_progress"]
+__all__ = ["progress_bar", "terminal_progress"]

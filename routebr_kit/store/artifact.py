@@ -46,7 +46,7 @@ CONVENTIONAL_DIR = REPO / "artifacts" / "routebr"
 SIBLING_DIR = REPO.parent / "shared" / "routebr_artifact"
 
 #: The profile that ran every CONFIRM task.
-CONFIRM_PROFILE = "deepseek_v4_primary"
+_CONFIRM_PROFILE = "deepseek_v4_primary"
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +132,7 @@ class Artifact:
                     if phase == SELECT:
                         profile, system = group.name, System.ROUTEBR
                     else:
-                        profile, system = CONFIRM_PROFILE, _system(group)
+                        profile, system = _CONFIRM_PROFILE, _system(group)
                     tasks.append(ArtifactTask(phase, profile, system, split, split_dir))
         return tuple(tasks)
 

@@ -27,11 +27,11 @@ from .files import MAX_CSV_BYTES, decode_text, parse_json, read_bytes, read_json
 
 E = TypeVar("E")
 
-CATALOG_COLUMNS = ("action_id", "service_name", "description", "required_object_types")
-RULE_COLUMNS = ("rule_id", "priority", "applies_to", "condition_json", "decision")
-PUBLISHED_REGISTRY_COLUMNS = ("object_id", "exchange", "security_code", "official_short_name", "asset_group",
+_CATALOG_COLUMNS = ("action_id", "service_name", "description", "required_object_types")
+_RULE_COLUMNS = ("rule_id", "priority", "applies_to", "condition_json", "decision")
+_PUBLISHED_REGISTRY_COLUMNS = ("object_id", "exchange", "security_code", "official_short_name", "asset_group",
                               "source_url", "source_effective_date", "verified_on")
-KIT_REGISTRY_COLUMNS = ("object_id", "object_type", "display_name", "aliases")
+_KIT_REGISTRY_COLUMNS = ("object_id", "object_type", "display_name", "aliases")
 
 
 # --------------------------------------------------------------------------------------------- CSV reading
@@ -118,7 +118,7 @@ class CsvRecords:
 
 
 #: The ``csv`` module's field-size limit (kept: a larger field is an error, located by :func:`_csv_error`).
-MAX_FIELD = csv.field_size_limit()
+_MAX_FIELD = csv.field_size_limit()
 
 
 def _csv_error(exc: csv.Error, text: str, file: str, line: int, header: Sequence[str]) -> DataError:
@@ -128,7 +128,7 @@ def _csv_error(exc: csv.Error, text: str, file: str, line: int, header: Sequence
         index = _oversized_field(text, line)
         column = (header[index] if index is not None and index < len(header)
                   else f"column {index + 1}" if index is not None else None)
-        return DataError(ErrorCode.FIELD_TOO_LARGE, f"at most {MAX_FIELD:,} characters per field", file=file,
+        return DataError(ErrorCode.FIELD_TOO_LARGE, f"at most {_MAX_FIELD:,} characters per field", file=file,
                          line=line, field=column)
     if "unexpected end of data" in message:
         return DataError(ErrorCode.ROW_SHAPE, "a closing quote for the quoted field", file=file, line=line,
@@ -155,7 +155,7 @@ def _oversized_field(text: str, line: int) -> int | None:
         elif not quoted and ch in "\r\n":
             return None
         size += 1
-        if size > MAX_FIELD:
+        if size > _MAX_FIELD:
             return index
     return None
 
@@ -236,7 +236,7 @@ def _unique(row: _Row, field: str, value: str, seen: dict[str, int]) -> None:
 
 def load_catalog(path: str | Path) -> Catalog:
     """The closed service catalog (published ``catalog.csv`` schema)."""
-    table = read_csv(path, CATALOG_COLUMNS)
+    table = read_csv(path, _CATALOG_COLUMNS)
     actions, seen = [], {}
     boundary_names = [b.value for b in Boundary]
     for row in _rows(table):
@@ -269,7 +269,7 @@ def load_state_schema(path: str | Path) -> StateSchema:
 def load_rules(path: str | Path, catalog: Catalog, state_schema: StateSchema | None = None) -> PolicyEngine:
     """The boundary-rule program (published ``boundary_rules.csv`` schema), validated against ``catalog`` and the
     runtime-state schema (derived from the rules, with ``state_schema``'s fields overriding)."""
-    table = read_csv(path, RULE_COLUMNS)
+    table = read_csv(path, _RULE_COLUMNS)
     rules: list[Rule] = []
     seen: dict[str, int] = {}  # rule ID -> its line
     for row in _rows(table):
@@ -301,7 +301,7 @@ def load_registry(path: str | Path) -> Registry:
     """
     table = read_csv(path, ("object_id",))
     kit = "display_name" in table.header
-    checked_header(table.header, KIT_REGISTRY_COLUMNS if kit else PUBLISHED_REGISTRY_COLUMNS, table.path)
+    checked_header(table.header, _KIT_REGISTRY_COLUMNS if kit else _PUBLISHED_REGISTRY_COLUMNS, table.path)
     entities, seen = [], {}
     for row in _rows(table):
         object_id = row.text("object_id")
@@ -316,11 +316,11 @@ def load_registry(path: str | Path) -> Registry:
 
 def _registry_entity(row: _Row, object_id: str, kit: bool) -> Entity:
     if kit:
-        core = set(KIT_REGISTRY_COLUMNS)
+        core = set(_KIT_REGISTRY_COLUMNS)
         return Entity(object_id, row.text("object_type"), row.text("display_name"),
                       row.tokens("aliases", required=False),
                       MappingProxyType({k: v for k, v in row.values.items() if k not in core}))
-    attrs = {k: row.text(k) for k in PUBLISHED_REGISTRY_COLUMNS[1:]}
+    attrs = {k: row.text(k) for k in _PUBLISHED_REGISTRY_COLUMNS[1:]}
     return Entity(object_id, "ETF", attrs["official_short_name"], (attrs["security_code"],), MappingProxyType(attrs))
 
 

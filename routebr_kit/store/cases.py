@@ -26,7 +26,7 @@ CASE_REQUIRED_VALUES = ("case_id", "split", "scenario_cell", "utterance", "runti
                         "gold_boundary", "gold_final_path", "gold_rule_ids_json")
 #: A case ID names its receipt file ``raw/<case_id>.json``: a portable file name on every platform (letters,
 #: digits, ``_ . -``, at most 128 characters, starting with a letter or digit, not ending with a dot), never a path.
-CASE_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+_CASE_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 
 class Language(str, enum.Enum):
@@ -103,7 +103,7 @@ def load_cases(path: str | Path) -> tuple[Case, ...]:
         for name in CASE_REQUIRED_VALUES:
             row.text(name)
         case_id = row.text("case_id")
-        if not CASE_ID_PATTERN.fullmatch(case_id) or case_id.endswith("."):
+        if not _CASE_ID_PATTERN.fullmatch(case_id) or case_id.endswith("."):
             raise row.error(ErrorCode.INVALID_VALUE, "a case ID usable as a file name (letters, digits, '_', '.', "
                             "'-'; at most 128; no path)", "case_id", case_id)
         _unique(row, "case_id", case_id, seen)

@@ -50,15 +50,15 @@ from .kitfiles import PACKAGE, package_parent, source_checkout
 #: The SHA-256 values the kit ships for the files it reads from the published repository.
 MANIFEST_PATH = Path(__file__).resolve().parents[1] / "resources" / "artifact_sha256.json"
 #: GitHub's tarball of one commit.
-ARCHIVE_URL = "https://codeload.github.com/{repository}/tar.gz/{commit}"
+_ARCHIVE_URL = "https://codeload.github.com/{repository}/tar.gz/{commit}"
 #: The provenance record written into an installed artifact.
 FETCHED_FILE = "FETCHED.json"
 #: Installed next to the verified files when the archive has them (not read by the kit, so not hashed).
-NOTICE_FILES = ("LICENSE",)
+_NOTICE_FILES = ("LICENSE",)
 
 #: What the kit reads from the repository (and the documents that go with the data), as glob patterns relative
 #: to the repository root.  ``build_manifest`` hashes every file of an artifact that matches one of them.
-KIT_READS = (
+_KIT_READS = (
     "data/*.csv",
     "experiments/prompts.json",
     "experiments/api_profiles.json",
@@ -73,10 +73,10 @@ KIT_READS = (
     "CITATION.cff",
 )
 
-MAX_ARCHIVE_BYTES = 256 << 20  # the published repository's tarball is a few MB
-MAX_MEMBER_BYTES = 64 << 20
-MAX_TOTAL_BYTES = 512 << 20
-MAX_MEMBERS = 100_000
+_MAX_ARCHIVE_BYTES = 256 << 20  # the published repository's tarball is a few MB
+_MAX_MEMBER_BYTES = 64 << 20
+_MAX_TOTAL_BYTES = 512 << 20
+_MAX_MEMBERS = 100_000
 _CHUNK = 1 << 16
 
 
@@ -95,7 +95,7 @@ class ShippedManifest:
 
     @property
     def url(self) -> str:
-        return ARCHIVE_URL.format(repository=self.repository, commit=self.commit)
+        return _ARCHIVE_URL.format(repository=self.repository, commit=self.commit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +135,7 @@ def load_shipped_manifest(path: str | Path = MANIFEST_PATH) -> ShippedManifest:
 def build_manifest(root: str | Path) -> dict[str, object]:
     """The manifest for an artifact directory: every file matching :data:`KIT_READS` (sorted, POSIX paths)."""
     root = Path(root)
-    files = sorted({p.relative_to(root).as_posix() for pattern in KIT_READS for p in root.glob(pattern)
+    files = sorted({p.relative_to(root).as_posix() for pattern in _KIT_READS for p in root.glob(pattern)
                     if p.is_file()})
     if not files:
         raise DataError(ErrorCode.EMPTY_VALUE, "an artifact directory with the files the kit reads", file=str(root))
@@ -225,7 +225,7 @@ def fetch_artifact(dest: str | Path | None = None, *, url: str | None = None, ar
         else:
             archive_path = Path(archive)
         staged = work / "tree"
-        not_installed, notices = extract_verified(archive_path, staged, manifest)
+        not_installed, notices = _extract_verified(archive_path, staged, manifest)
         archive_sha256 = sha256_file(archive_path)
         record = {"repository": manifest.repository, "commit": manifest.commit, "source": source,
                   "archive_sha256": archive_sha256, "verified_files": len(manifest.files),
@@ -241,11 +241,11 @@ def fetch_artifact(dest: str | Path | None = None, *, url: str | None = None, ar
 
 
 #: The total deadline of one archive download (connect, headers and the whole body), seconds.
-DOWNLOAD_DEADLINE_S = 1800.0
+_DOWNLOAD_DEADLINE_S = 1800.0
 
 
-def download(url: str, target: Path, *, timeout: float = 60.0, max_bytes: int = MAX_ARCHIVE_BYTES,
-             deadline_s: float = DOWNLOAD_DEADLINE_S,
+def download(url: str, target: Path, *, timeout: float = 60.0, max_bytes: int = _MAX_ARCHIVE_BYTES,
+             deadline_s: float = _DOWNLOAD_DEADLINE_S,
              progress: Callable[[int, int | None], None] | None = None) -> None:
     """Stream ``url`` into ``target``; any failure is one ``DOWNLOAD_FAILED`` error naming the URL."""
     request = urllib.request.Request(url, headers={"User-Agent": "routebr-kit fetch-artifact"})
@@ -281,7 +281,7 @@ def download(url: str, target: Path, *, timeout: float = 60.0, max_bytes: int = 
                         detail=str(reason) or type(exc).__name__) from None
 
 
-def extract_verified(archive: Path, staged: Path, manifest: ShippedManifest) -> tuple[int, tuple[str, ...]]:
+def _extract_verified(archive: Path, staged: Path, manifest: ShippedManifest) -> tuple[int, tuple[str, ...]]:
     """Write every listed file of ``archive`` into ``staged`` and check its SHA-256 on the way.
 
     Returns ``(archive files not installed, notice files installed)``.  Raises on the first unsafe member, on a
@@ -297,8 +297,8 @@ def extract_verified(archive: Path, staged: Path, manifest: ShippedManifest) -> 
         with tarfile.open(archive, "r:*") as tar:
             for member in tar:
                 members += 1
-                if members > MAX_MEMBERS:
-                    raise _unsafe(archive, f"at most {MAX_MEMBERS} archive members", f"more than {MAX_MEMBERS}")
+                if members > _MAX_MEMBERS:
+                    raise _unsafe(archive, f"at most {_MAX_MEMBERS} archive members", f"more than {_MAX_MEMBERS}")
                 name = member.name
                 if name.rstrip("/") == manifest.top_folder and member.isdir():
                     continue
@@ -306,7 +306,7 @@ def extract_verified(archive: Path, staged: Path, manifest: ShippedManifest) -> 
                     raise _unsafe(archive, f"every member inside {prefix}", name)
                 rel = name[len(prefix):].rstrip("/")
                 if member.issym() or member.islnk():
-                    if rel in wanted or rel in NOTICE_FILES:
+                    if rel in wanted or rel in _NOTICE_FILES:
                         raise _unsafe(archive, f"a regular file for {rel}", f"a link to {member.linkname}")
                     target = member.linkname if member.islnk() else posixpath.join(posixpath.dirname(name),
                                                                                    member.linkname)
@@ -320,22 +320,22 @@ def extract_verified(archive: Path, staged: Path, manifest: ShippedManifest) -> 
                     continue
                 if not member.isfile():
                     raise _unsafe(archive, "regular files and folders only", f"{rel} (type {member.type!r})")
-                if rel not in wanted and rel not in NOTICE_FILES:
+                if rel not in wanted and rel not in _NOTICE_FILES:
                     not_installed += 1
                     continue
                 if rel in seen:
                     raise _unsafe(archive, "each file once", rel)
-                if member.size > MAX_MEMBER_BYTES:
-                    raise _unsafe(archive, f"files of at most {MAX_MEMBER_BYTES} bytes", f"{rel}: {member.size}")
+                if member.size > _MAX_MEMBER_BYTES:
+                    raise _unsafe(archive, f"files of at most {_MAX_MEMBER_BYTES} bytes", f"{rel}: {member.size}")
                 total += member.size
-                if total > MAX_TOTAL_BYTES:
-                    raise _unsafe(archive, f"at most {MAX_TOTAL_BYTES} bytes in all", rel)
+                if total > _MAX_TOTAL_BYTES:
+                    raise _unsafe(archive, f"at most {_MAX_TOTAL_BYTES} bytes in all", rel)
                 seen.add(rel)
                 handle = tar.extractfile(member)
                 if handle is None:  # pragma: no cover - isfile() members always have data
                     raise _unsafe(archive, f"readable data for {rel}", rel)
                 digest = _write_member(handle, staged / rel)
-                if rel in NOTICE_FILES:
+                if rel in _NOTICE_FILES:
                     notices.append(rel)
                 elif digest != wanted[rel]:
                     raise DataError(ErrorCode.CHECKSUM_MISMATCH, f"SHA-256 {wanted[rel]} (the kit's shipped value)",

@@ -54,7 +54,7 @@ MAX_CSV_BYTES = 256 * 2**20
 #: Uses of an anchored YAML node (aliases) one document may make.
 MAX_YAML_ALIASES = 16
 #: Values (scalars and containers, aliases expanded) one YAML document may hold.
-MAX_NODES = 1_000_000
+_MAX_NODES = 1_000_000
 
 _BOM = codecs.BOM_UTF8
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
@@ -346,7 +346,7 @@ def parse_yaml(text: str, expected: str = "YAML", *, kind: type | None = None, f
     if found is not None:
         code, path, got = found
         expected_text = {ErrorCode.LIMIT_EXCEEDED: f"{expected} nested at most {MAX_DEPTH} deep and holding at "
-                                                   f"most {MAX_NODES:,} values",
+                                                   f"most {_MAX_NODES:,} values",
                          ErrorCode.INVALID_VALUE: f"{expected} of finite numbers (no .nan or .inf)",
                          ErrorCode.INVALID_ENCODING: f"{expected} without lone surrogates"}[code]
         raise DataError(code, expected_text, file=file, field=field or path or None, got=got)
@@ -415,8 +415,8 @@ def _first_problem(value: Any, *, yaml: bool) -> tuple[ErrorCode, str, Any] | No
     while stack:
         item, depth, path = stack.pop()
         nodes += 1
-        if yaml and nodes > MAX_NODES:
-            return ErrorCode.LIMIT_EXCEEDED, path, f"more than {MAX_NODES:,} values"
+        if yaml and nodes > _MAX_NODES:
+            return ErrorCode.LIMIT_EXCEEDED, path, f"more than {_MAX_NODES:,} values"
         if isinstance(item, str):
             if _lone_surrogate(item):
                 return ErrorCode.INVALID_ENCODING, path, item.encode("utf-8", "backslashreplace").decode()[:80]
@@ -450,9 +450,9 @@ def read_document(path: str | Path, expected: str = "a JSON or YAML file", *, ki
     return read_json(path, expected, kind=kind)
 
 
-__all__ = ["MAX_CSV_BYTES", "MAX_DEPTH", "MAX_JSON_BYTES", "MAX_NODES", "MAX_YAML_ALIASES", "MAX_YAML_BYTES",
-           "decode_text", "parse_json", "parse_yaml", "read_bytes", "read_document", "read_json", "read_json_lines",
-           "read_text", "read_yaml"]
+__all__ = ["MAX_CSV_BYTES", "MAX_DEPTH", "MAX_JSON_BYTES", "MAX_YAML_ALIASES", "MAX_YAML_BYTES", "decode_text",
+           "parse_json", "parse_yaml", "read_bytes", "read_document", "read_json", "read_json_lines", "read_text",
+           "read_yaml"]
 
 
 def read_pinned_pickle(path: str | Path, sha256: object, expected: str = "a pickled model") -> Any:

@@ -17,12 +17,12 @@ from ..core.errors import DataError, ErrorCode
 
 #: The installed package (``routebr_kit/``) and its data folder.
 PACKAGE = Path(__file__).resolve().parents[1]
-RESOURCES = PACKAGE / "resources"
+_RESOURCES = PACKAGE / "resources"
 #: The folder above the package: the repository root of a source checkout, ``site-packages`` for a wheel.
 _ABOVE = PACKAGE.parent
 #: The folders a checkout holds and a wheel ships (folder, file pattern).
 SHIPPED = (("notebooks", "*.ipynb"), ("params", "*.yaml"))
-PARAMS_SUFFIXES = (".yaml", ".yml")
+_PARAMS_SUFFIXES = (".yaml", ".yml")
 
 
 def source_checkout() -> Path | None:
@@ -41,7 +41,7 @@ def package_parent() -> Path:
 
 def _folder(name: str) -> Path:
     checkout = source_checkout()
-    return checkout / name if checkout is not None else RESOURCES / name
+    return checkout / name if checkout is not None else _RESOURCES / name
 
 
 def notebooks_dir() -> Path:
@@ -66,7 +66,7 @@ def params_file(value: str | Path) -> Path:
     path = Path(value)
     if path.is_file():
         return path
-    named = path.name if path.suffix in PARAMS_SUFFIXES else f"{path.name}.yaml"
+    named = path.name if path.suffix in _PARAMS_SUFFIXES else f"{path.name}.yaml"
     bare = len(path.parts) == 1 or (len(path.parts) == 2 and path.parts[0] == "params")
     if bare and (params_dir() / named).is_file():
         return params_dir() / named
@@ -81,5 +81,5 @@ def work_root() -> Path:
     return checkout if checkout is not None else Path.cwd()
 
 
-__all__ = ["PACKAGE", "RESOURCES", "SHIPPED", "notebooks_dir", "package_parent", "params_dir", "params_file",
-           "shipped_params", "source_checkout", "work_root"]
+__all__ = ["PACKAGE", "SHIPPED", "notebooks_dir", "package_parent", "params_dir", "params_file", "shipped_params",
+           "source_checkout", "work_root"]

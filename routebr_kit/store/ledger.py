@@ -40,8 +40,8 @@ PUBLISHED_FIELDS = (
     "topk_json", "valid_json", "retry_count", "fallback_used", "input_tokens", "output_tokens", "latency_ms",
     "estimated_cost_usd", "error_code", "raw_output_path",
 )
-EXTRA_FIELDS = ("first_pass_valid", "repair_count", "calls")
-PREDICTION_FIELDS = PUBLISHED_FIELDS + EXTRA_FIELDS
+_EXTRA_FIELDS = ("first_pass_valid", "repair_count", "calls")
+PREDICTION_FIELDS = PUBLISHED_FIELDS + _EXTRA_FIELDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,13 +115,13 @@ def prediction_from_decision(decision: Decision, system_id: str, *, repeat_id: s
 
 
 #: The columns every ledger has.
-LEDGER_REQUIRED = ("case_id", "system_id", "pred_action", "pred_object_id", "pred_boundary", "pred_final_path",
+_LEDGER_REQUIRED = ("case_id", "system_id", "pred_action", "pred_object_id", "pred_boundary", "pred_final_path",
                    "topk_json", "valid_json", "fallback_used")
 
 
 def read_predictions(path: str | Path) -> tuple[PredictionRow, ...]:
     """Read a ``predictions.csv`` (published or kit); malformed values raise a located :class:`DataError`."""
-    table = read_csv(path, LEDGER_REQUIRED)
+    table = read_csv(path, _LEDGER_REQUIRED)
     if table.rows:
         with open(path, "rb") as handle:
             handle.seek(-1, os.SEEK_END)
@@ -171,7 +171,7 @@ def sample_predictions(path: str | Path, cap: int) -> tuple[tuple[PredictionRow,
         text = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="strict", newline="")
         reader = csv.reader(text, strict=True)
         try:
-            header = checked_header(next(reader), LEDGER_REQUIRED, name)
+            header = checked_header(next(reader), _LEDGER_REQUIRED, name)
         except StopIteration:
             raise DataError(ErrorCode.EMPTY_FILE, "a header line", file=name, line=1) from None
         except (csv.Error, UnicodeDecodeError) as exc:
@@ -262,7 +262,7 @@ def _parse_row(file: str, line: int, values: Any) -> PredictionRow:
     boundary = text("pred_boundary")
     if boundary not in _BOUNDARIES:
         raise err(ErrorCode.UNKNOWN_ENUM, "a boundary (" + ", ".join(_BOUNDARIES) + ")", "pred_boundary", boundary)
-    check_path(file, line, boundary, text("pred_final_path"), text("pred_action"))
+    _check_path(file, line, boundary, text("pred_final_path"), text("pred_action"))
     latency_ms = number("latency_ms", "a finite, non-negative number of milliseconds") or 0.0
     number("estimated_cost_usd", "empty or a finite, non-negative cost in USD")
     return PredictionRow(
@@ -282,7 +282,7 @@ def _parse_row(file: str, line: int, values: Any) -> PredictionRow:
 _TERMINALS = tuple(t.value for t in Terminal if t is not Terminal.DISPATCH)
 
 
-def check_path(file: str, line: int, boundary: str, final_path: str, action: str) -> None:
+def _check_path(file: str, line: int, boundary: str, final_path: str, action: str) -> None:
     """A row's path is one the controller can write: ``T_<TERMINAL>`` (a known bounded terminal) with that
     boundary, or a dispatched action with boundary ``ALLOW`` equal to ``pred_action``."""
     def err(expected: str, name: str, got: Any) -> DataError:

@@ -41,7 +41,7 @@ REDACTED = "[REDACTED]"
 DEPTH_LIMIT = "[DEPTH_LIMIT]"
 INT_LIMIT = "[INT_LIMIT]"
 #: Shorter values are never treated as secrets.
-MIN_SECRET_CHARS = 8
+_MIN_SECRET_CHARS = 8
 #: Containers nested deeper than this are written as :data:`DEPTH_LIMIT`: the strict reader's bound for files
 #: (:data:`~routebr_kit.core.strict_json.MAX_FILE_DEPTH`), counted from the file's root, so what is written reads back.
 MAX_DEPTH = MAX_FILE_DEPTH
@@ -106,7 +106,7 @@ class SecretRegistry:
     def register(self, *values: Any) -> None:
         with self._lock:
             for value in values:
-                if isinstance(value, str) and len(value) >= MIN_SECRET_CHARS:
+                if isinstance(value, str) and len(value) >= _MIN_SECRET_CHARS:
                     self._values[value] = None
 
     def redactor(self) -> Redactor:
@@ -114,7 +114,7 @@ class SecretRegistry:
             found = dict(self._values)
         for name in os.environ.get(SECRET_ENVS, "").split(","):
             value = os.environ.get(name.strip(), "") if name.strip() else ""
-            if len(value) >= MIN_SECRET_CHARS:
+            if len(value) >= _MIN_SECRET_CHARS:
                 found[value] = None
         return Redactor(tuple(sorted(found, key=lambda s: (-len(s), s))))
 
@@ -175,6 +175,6 @@ def csv_cells(values: Mapping[str, str]) -> dict[str, str]:
     return {k: csv_cell(v, redactor) for k, v in values.items()}
 
 
-__all__ = ["DEPTH_LIMIT", "INT_LIMIT", "MAX_DEPTH", "MIN_SECRET_CHARS", "REDACTED", "SECRETS", "SECRET_ENVS",
-           "Redactor", "SecretRegistry", "csv_cell", "csv_cells", "encode_json", "escape_surrogates", "redact_text",
-           "redact_value", "register_backend_secrets", "register_secret", "url_secrets"]
+__all__ = ["DEPTH_LIMIT", "INT_LIMIT", "MAX_DEPTH", "REDACTED", "SECRETS", "SECRET_ENVS", "Redactor", "SecretRegistry",
+           "csv_cell", "csv_cells", "encode_json", "escape_surrogates", "redact_text", "redact_value",
+           "register_backend_secrets", "register_secret", "url_secrets"]

@@ -8,10 +8,8 @@ from .. import lazy_exports
 
 #: Every public name → the module that defines it, imported on first use.
 _EXPORTS: dict[str, str] = {name: module for module, names in {
-    "baselines": "CompositeBaseline DIRECT_SCHEMA DirectBaseline DirectDecision DirectResult DirectRoute "
-        "GUARD_SCHEMA RuleCitation check_direct check_direct_published direct_payload prediction_from_direct "
-        "rule_citation",
-    "variants": "Variant variant_controller",
+    "baselines": "CompositeBaseline DirectBaseline",
+    "variants": "Variant",
 }.items() for name in names.split()}
 __all__ = sorted(_EXPORTS)
 

@@ -9,6 +9,7 @@ from .. import lazy_exports
 #: Every public name → the module that defines it, imported on first use.
 _EXPORTS: dict[str, str] = {name: module for module, names in {
     "analysis": "VerifyReport verify_release",
+    "horizon_replay": "replay_counterexample",
     "program": "VerifierMismatch",
     "properties": "Property load_properties parse_properties",
     "semdiff": "Relation SemanticDiff semantic_diff",

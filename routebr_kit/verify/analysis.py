@@ -226,7 +226,7 @@ class VerifyReport:
 # --------------------------------------------------------------------------------------------- analysis
 
 
-def object_groups(catalog: Catalog, action: str, classes: Sequence[ObjectClass]) -> list[tuple[ObjectKind, str,
+def _object_groups(catalog: Catalog, action: str, classes: Sequence[ObjectClass]) -> list[tuple[ObjectKind, str,
                                                                                                ObjectClass]]:
     """The four object classes of one action, each with one representative type: a candidate of a permitted type,
     one of another type, ``UNRESOLVED``, ``NONE``."""
@@ -262,7 +262,7 @@ def verify_release(catalog: Catalog, policy: PolicyEngine, registry: Registry | 
     rules = _rule_findings(release, wins, state_schema, redundancy)
     regions_total = sum(len(manager.leaves(release.diagrams[a])) for a in catalog.ids)
     nodes = sum(manager.size(release.diagrams[a]) for a in catalog.ids)
-    results = tuple(check_property(release, p, classes) for p in properties)
+    results = tuple(_check_property(release, p, classes) for p in properties)
     fields = tuple(f.name for f in policy.state_schema.fields)
     states_total = functools.reduce(count_mul, map(count_sum, weights), 1)
     return VerifyReport(policy.sha256, catalog.sha256, release.options.fallback, fields, states_total,
@@ -274,7 +274,7 @@ def _action_report(release: Release, action: str, classes: Sequence[ObjectClass]
                    weights: Sequence[Sequence[int | None]], wins: dict[tuple[str, str], int | None]) -> ActionReport:
     m, diagram = release.manager, release.diagrams[action]
     entry = release.catalog[action]
-    groups = object_groups(release.catalog, action, classes)
+    groups = _object_groups(release.catalog, action, classes)
     main = next(c for k, _, c in groups if k is (ObjectKind.CANDIDATE if entry.requires_object else ObjectKind.NONE))
     main_label = next(label for _, label, c in groups if c == main)
     counts = m.count(diagram, weights)
@@ -405,7 +405,7 @@ def _redundant(release: Release, r: Rule, live: Sequence[str], state_schema: Sta
     return True, "never the first match" if not live else "the next rule decides alike on its region"
 
 
-def check_property(release: Release, prop: Property, classes: Sequence[ObjectClass]) -> PropertyResult:
+def _check_property(release: Release, prop: Property, classes: Sequence[ObjectClass]) -> PropertyResult:
     """Check one property over every region in scope; a violation comes with a replayed counterexample."""
     m, space = release.manager, release.space
     when = space.cube(prop.when)
@@ -442,4 +442,4 @@ def check_property(release: Release, prop: Property, classes: Sequence[ObjectCla
 
 
 __all__ = ["ActionReport", "Counterexample", "PropertyResult", "Region", "RuleFinding", "RuleStatus", "VerifyReport",
-           "check_property", "object_groups", "verify_release"]
+           "verify_release"]

@@ -15,16 +15,16 @@ from .mdd import Manager
 from .space import Kind, Space, literal_text
 
 #: Beyond this many terms the cover is not made irredundant (reported as such).
-MAX_IRREDUNDANT = 40
+_MAX_IRREDUNDANT = 40
 #: A formula shows at most this many terms (the rest are counted).
-MAX_SHOWN = 24
+_MAX_SHOWN = 24
 #: Beyond this many paths no formula is built (the region is reported by its size only).
-MAX_PATHS = 200
+_MAX_PATHS = 200
 
-Term = dict[int, frozenset[int]]
+_Term = dict[int, frozenset[int]]
 
 
-def _within(m: Manager, node: int, term: Term, valid: Sequence[frozenset[int]], inside: Callable[[Hashable], bool],
+def _within(m: Manager, node: int, term: _Term, valid: Sequence[frozenset[int]], inside: Callable[[Hashable], bool],
             full: dict) -> bool:
     """Whether every admitted point of ``term`` reaches an accepted leaf.  ``full`` (shared between the calls on
     one region): per node, whether *every* admitted point below it does (then so does every point of the term),
@@ -74,21 +74,21 @@ def _full(m: Manager, node: int, valid: Sequence[frozenset[int]], inside: Callab
 
 
 def region_terms(m: Manager, node: int, inside: Callable[[Hashable], bool], valid: Sequence[frozenset[int]]
-                 ) -> tuple[list[Term], bool]:
+                 ) -> tuple[list[_Term], bool]:
     """An irredundant prime cover of the admitted points reaching accepted leaves, and whether it was completed
     (``False``: the region has more than :data:`MAX_PATHS` paths, or the cover more than :data:`MAX_IRREDUNDANT`
     terms, and the terms are only prime)."""
-    terms: list[Term] = []
+    terms: list[_Term] = []
     complete = True
     for path in m.paths(node, inside):
         term = {lv: s & valid[lv] for lv, s in path.items() if s & valid[lv] != valid[lv]}
         if any(not s for s in term.values()):
             continue
         terms.append(term)
-        if len(terms) > MAX_PATHS:
+        if len(terms) > _MAX_PATHS:
             return terms, False
     full: dict = {}
-    primes: list[Term] = []
+    primes: list[_Term] = []
     for term in terms:
         if any(_covers(p, term) for p in primes):
             continue
@@ -103,7 +103,7 @@ def region_terms(m: Manager, node: int, inside: Callable[[Hashable], bool], vali
                 if _within(m, node, grown, valid, inside, full):
                     term = grown
         primes = [p for p in primes if not _covers(term, p)] + [term]
-    if len(primes) > MAX_IRREDUNDANT:
+    if len(primes) > _MAX_IRREDUNDANT:
         return primes, False
     primes.sort(key=lambda t: (len(t), sorted(t)))
     kept = list(primes)
@@ -115,7 +115,7 @@ def region_terms(m: Manager, node: int, inside: Callable[[Hashable], bool], vali
     return kept, complete
 
 
-def _covers(a: Term, b: Term) -> bool:
+def _covers(a: _Term, b: _Term) -> bool:
     """Whether term ``a`` contains term ``b``."""
     return all(lv in b and b[lv] <= s for lv, s in a.items())
 
@@ -130,7 +130,7 @@ class _Unions:
         self.yes, self.no = self.m.leaf(True), self.m.leaf(False)
         self._fold: dict[tuple[int, int], int] = {}
 
-    def covers(self, terms: Sequence[Term], target: Term) -> bool:
+    def covers(self, terms: Sequence[_Term], target: _Term) -> bool:
         m, union = self.m, self.no
         for t in terms:
             key = (id(t), union)
@@ -141,23 +141,23 @@ class _Unions:
         return _within(m, union, target, self.valid, lambda v: v is True, {})
 
 
-def render_term(space: Space, term: Mapping[int, frozenset[int]]) -> str:
+def _render_term(space: Space, term: Mapping[int, frozenset[int]]) -> str:
     if not term:
         return "true"
-    return " ∧ ".join(render_test(space, lv, values) for lv, values in sorted(term.items()))
+    return " ∧ ".join(_render_test(space, lv, values) for lv, values in sorted(term.items()))
 
 
-def render(space: Space, terms: Sequence[Term]) -> str:
+def render(space: Space, terms: Sequence[_Term]) -> str:
     if not terms:
         return "false"
     if len(terms) == 1:
-        return render_term(space, terms[0])
-    shown = " ∨ ".join(f"({render_term(space, t)})" if len(t) > 1 else render_term(space, t)
-                       for t in terms[:MAX_SHOWN])
-    return shown + (f" ∨ … ({len(terms) - MAX_SHOWN} more terms)" if len(terms) > MAX_SHOWN else "")
+        return _render_term(space, terms[0])
+    shown = " ∨ ".join(f"({_render_term(space, t)})" if len(t) > 1 else _render_term(space, t)
+                       for t in terms[:_MAX_SHOWN])
+    return shown + (f" ∨ … ({len(terms) - _MAX_SHOWN} more terms)" if len(terms) > _MAX_SHOWN else "")
 
 
-def render_test(space: Space, level: int, values: frozenset[int]) -> str:
+def _render_test(space: Space, level: int, values: frozenset[int]) -> str:
     """One field's test, e.g. ``action_permission=true``, ``risk_score < 0.8``, ``channel ∈ {"app", "web"}``."""
     var = space.variables[level]
     if var.grouped:
@@ -213,4 +213,4 @@ def _config_text(var, index: int) -> str:  # type: ignore[no-untyped-def]
     return " ∧ ".join(bits)
 
 
-__all__ = ["MAX_IRREDUNDANT", "MAX_PATHS", "Term", "region_terms", "render", "render_term", "render_test"]
+__all__ = ["region_terms", "render"]

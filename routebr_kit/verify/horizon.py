@@ -202,7 +202,7 @@ def _conj(sym: Sym, s: frozenset[int], atoms: list[tuple[str, int]]) -> Iterator
         yield True, cur
 
 
-def eval_symbolic(p: TemporalPredicate, sym: Sym, history: Sequence[AEvent], now: int,
+def _eval_symbolic(p: TemporalPredicate, sym: Sym, history: Sequence[AEvent], now: int,
                   current: Mapping[str, int]) -> Iterator[tuple[bool, Sym]]:
     """Every feasible value of ``p`` on the abstract session, each with its constraints."""
     matching = [e for e in history if _matches(p, e)]
@@ -252,8 +252,8 @@ def _product(choices: Sequence[Callable[[Sym], Iterator[tuple[Any, Sym]]]], sym:
             yield (value, *rest), s3
 
 
-def eval_all(preds: Sequence[TemporalPredicate], sym: Sym, history, now, current) -> Iterator[tuple[tuple, Sym]]:
-    return _product([partial(eval_symbolic, p, history=history, now=now, current=current) for p in preds], sym)
+def _eval_all(preds: Sequence[TemporalPredicate], sym: Sym, history, now, current) -> Iterator[tuple[tuple, Sym]]:
+    return _product([partial(_eval_symbolic, p, history=history, now=now, current=current) for p in preds], sym)
 
 
 # --------------------------------------------------------------------------------------------- the explorer
@@ -396,7 +396,7 @@ class _Explorer:
                     attrs.append((name, v))
                 current = dict(attrs)
                 for action in self.actions:
-                    chains = [partial(eval_all, [t for r in self.chains[(i, action)] for t in r.condition.temporal],
+                    chains = [partial(_eval_all, [t for r in self.chains[(i, action)] for t in r.condition.temporal],
                                       history=h, now=now, current=current) for i, h in enumerate(hist1)]
                     for valuations, s2 in _product(chains, s1):
                         for picks, state in self.outcomes(action, valuations).items():
@@ -429,7 +429,7 @@ class _Explorer:
         if terminal != "DISPATCH" or not a.applies(step.action_id):
             return None
         # the decision's own event is in the history (if no filter can match it, it cannot count)
-        for values, s2 in eval_all(a.predicates, sym, hist, step.point, {}):
+        for values, s2 in _eval_all(a.predicates, sym, hist, step.point, {}):
             if all(values):
                 return s2
         return None
@@ -586,6 +586,5 @@ def format_report(report: HorizonReport) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["AssertionResult", "Counterexample", "HorizonReport", "SessionAssertion", "SessionDiff",
-           "eval_symbolic", "format_report", "load_assertions", "parse_assertions", "session_diff",
-           "verify_horizon"]
+__all__ = ["AssertionResult", "Counterexample", "HorizonReport", "SessionAssertion", "SessionDiff", "format_report",
+           "load_assertions", "parse_assertions", "session_diff", "verify_horizon"]

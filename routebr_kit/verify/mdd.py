@@ -17,7 +17,7 @@ import operator
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-Cube = Mapping[int, frozenset[int]]
+_Cube = Mapping[int, frozenset[int]]
 
 
 class Manager:
@@ -77,7 +77,7 @@ class Manager:
     def value(self, node: int) -> Hashable:
         return self._value[node]
 
-    def ite_cube(self, cube: Cube, then: int, other: int) -> int:
+    def ite_cube(self, cube: _Cube, then: int, other: int) -> int:
         """The diagram equal to the leaf ``then`` on the states of ``cube`` and to ``other`` elsewhere."""
         levels = sorted(cube)
         if not levels:
@@ -148,7 +148,7 @@ class Manager:
 
         return rec(a)
 
-    def restrict(self, a: int, cube: Cube) -> int:
+    def restrict(self, a: int, cube: _Cube) -> int:
         """``a`` on the points of ``cube``; every other point leads to the leaf ``None``."""
         if not cube:
             return a
@@ -240,7 +240,7 @@ class Manager:
                 factor = count_mul(row[v], skip(lv + 1, level_of[c]))
                 if factor == 0:
                     continue
-                inflow[c] = count_add(inflow.get(c, 0), count_mul(f, factor))
+                inflow[c] = _count_add(inflow.get(c, 0), count_mul(f, factor))
         return {k: v for k, v in out.items() if v != 0}
 
     def _reachable(self, a: int) -> list[int]:
@@ -319,12 +319,12 @@ def count_mul(a: int | None, b: int | None) -> int | None:
     return None if a is None or b is None else a * b
 
 
-def count_add(a: int | None, b: int | None) -> int | None:
+def _count_add(a: int | None, b: int | None) -> int | None:
     return None if a is None or b is None else a + b
 
 
 def count_sum(values: Iterable[int | None]) -> int | None:
-    return functools.reduce(count_add, values, 0)
+    return functools.reduce(_count_add, values, 0)
 
 
-__all__ = ["Cube", "Manager", "count_add", "count_mul", "count_sum"]
+__all__ = ["Manager", "count_mul", "count_sum"]

@@ -40,7 +40,7 @@ from .space import Space
 #: Leaf of the states that break the release's runtime-state schema (the controller's fail-closed terminal).
 FAIL = "<fail-closed: invalid state>"
 #: Leaf for an action the release's catalog does not hold (a proposal naming it breaks the contract).
-NO_ACTION = "<action outside the catalog>"
+_NO_ACTION = "<action outside the catalog>"
 #: The object type no catalog names (a candidate of "another type" for every action).
 OTHER_TYPE = "OTHER_TYPE"
 
@@ -93,7 +93,7 @@ def object_classes(catalogs: Iterable[Catalog], registries: Iterable[Registry | 
     return (*(ObjectClass(t) for t in sorted(types)), ObjectClass(other), ObjectClass(UNRESOLVED), ObjectClass(NONE))
 
 
-def witness_entity(object_type: str, registries: Sequence[Registry | None]) -> Entity:
+def _witness_entity(object_type: str, registries: Sequence[Registry | None]) -> Entity:
     """A registry entity of the type (the first, by ID), or a synthesized one when no registry holds it."""
     for registry in registries:
         if registry is not None:
@@ -161,7 +161,7 @@ class Proposal:
 
 
 def witness_proposal(action_id: str, cls: ObjectClass, registries: Sequence[Registry | None]) -> Proposal:
-    return Proposal(action_id, cls, witness_entity(cls.key, registries) if cls.is_candidate else None)
+    return Proposal(action_id, cls, _witness_entity(cls.key, registries) if cls.is_candidate else None)
 
 
 def replay(controller: Controller, state: Mapping[str, Any], proposal: Proposal) -> Outcome:
@@ -421,7 +421,7 @@ class Release:
             got.reason is not ReasonCode.FAIL_CLOSED_INVALID_STATE
         if leaf == FAIL:
             ok = got.reason is ReasonCode.FAIL_CLOSED_INVALID_STATE
-        elif leaf == NO_ACTION or not self.contract_valid(proposal.action_id, proposal.object_class):
+        elif leaf == _NO_ACTION or not self.contract_valid(proposal.action_id, proposal.object_class):
             ok = contract_broken
         else:
             ok = got.rule_id == leaf
@@ -550,8 +550,8 @@ class _Chain:
 
 
 #: Stands for the (empty) chain of an action outside the catalog: one unconditional pseudo-rule.
-_NO_ACTION_RULE = Rule(NO_ACTION, 0, ("*",), Condition((), {}), Boundary.REJECT)
+_NO_ACTION_RULE = Rule(_NO_ACTION, 0, ("*",), Condition((), {}), Boundary.REJECT)
 
 
-__all__ = ["FAIL", "NO_ACTION", "ObjectClass", "Outcome", "Proposal", "Release", "VerifierMismatch", "kind_of",
-           "object_classes", "representatives", "replay", "witness_entity", "witness_proposal"]
+__all__ = ["FAIL", "ObjectClass", "Outcome", "Proposal", "Release", "VerifierMismatch", "kind_of", "object_classes",
+           "representatives", "replay", "witness_proposal"]

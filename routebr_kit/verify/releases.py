@@ -57,7 +57,6 @@ __all__ = ["RELEASE_METRICS", "release_assets", "release_metrics"]
 
 #: The assets whose change can change a controller decision: the semantic diff runs whenever one of them differs.
 DECISION_ASSETS = ("catalog", "rules", "registry", "state_schema")
-WIDENING_CRITERION = "widening <= 0"
 
 
 def assets_hashes(assets: Assets) -> dict[str, str | None]:
@@ -144,5 +143,5 @@ def release_check(base: Assets | None, candidate: Assets | None, *, observations
     return ReleaseCheck(differs, diff, tuple(allow_widening))
 
 
-__all__ += ["DECISION_ASSETS", "WIDENING_CRITERION", "ReleaseCheck", "assets_hashes", "differing_assets",
+__all__ += ["DECISION_ASSETS", "ReleaseCheck", "assets_hashes", "differing_assets",
             "manifest_hashes", "release_check"]

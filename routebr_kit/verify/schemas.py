@@ -21,7 +21,7 @@ from ..core.rules import PolicyEngine
 from ..core.state import StateField, StateSchema, describe_types
 
 #: The name of the fresh field standing for "any field no schema declares and no recorded state carries".
-FRESH_FIELD = "undeclared_field"
+_FRESH_FIELD = "undeclared_field"
 
 
 def declared(*schemas: StateSchema) -> set[str]:
@@ -34,7 +34,7 @@ def extra_fields(base: StateSchema, candidate: StateSchema, recorded: Iterable[s
         return ()
     known = declared(base, candidate)
     out = [name for name in dict.fromkeys(recorded) if isinstance(name, str) and name and name not in known]
-    fresh = FRESH_FIELD
+    fresh = _FRESH_FIELD
     while fresh in known or fresh in out:
         fresh += "_"
     return (*out, fresh)
@@ -104,7 +104,7 @@ def _allowed(f: StateField) -> str:
     return "any" if f.allowed is None else repr(list(f.allowed))
 
 
-def rule_fields(policy: PolicyEngine) -> set[str]:
+def _rule_fields(policy: PolicyEngine) -> set[str]:
     out = set()
     for r in policy.rules:
         for p in r.condition.predicates:
@@ -117,8 +117,8 @@ def rule_fields(policy: PolicyEngine) -> set[str]:
 def unknown_field_warnings(base: PolicyEngine, candidate: PolicyEngine, recorded: Iterable[str] = ()) -> list[str]:
     """A warning for every field the candidate's rules or schema name that neither the base's rules, the base's
     schema nor any recorded state has seen (a typo such as ``action_permision``), with the closest known names."""
-    seen = rule_fields(base) | declared(base.state_schema) | set(recorded)
-    new = sorted((rule_fields(candidate) | declared(candidate.state_schema)) - seen)
+    seen = _rule_fields(base) | declared(base.state_schema) | set(recorded)
+    new = sorted((_rule_fields(candidate) | declared(candidate.state_schema)) - seen)
     out = []
     for name in new:
         close = difflib.get_close_matches(name, sorted(seen), n=3, cutoff=0.75)
@@ -127,4 +127,4 @@ def unknown_field_warnings(base: PolicyEngine, candidate: PolicyEngine, recorded
     return out
 
 
-__all__ = ["FRESH_FIELD", "declared", "extra_fields", "rule_fields", "schema_changes", "unknown_field_warnings"]
+__all__ = ["declared", "extra_fields", "schema_changes", "unknown_field_warnings"]

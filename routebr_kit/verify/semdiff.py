@@ -33,7 +33,7 @@ from .space import Source, build_space
 from .traffic_coverage import Observation
 
 #: At most this many witnesses per action are replayed and listed (the count of changed regions is always exact).
-MAX_WITNESSES = 64
+_MAX_WITNESSES = 64
 
 
 class Relation(str, enum.Enum):
@@ -213,7 +213,7 @@ def semantic_diff(base_catalog: Catalog, base_policy: PolicyEngine, cand_catalog
         states_changed = counts.get(True, 0)
         changed_pairs = [p for p, k in kinds.items() if k[0]]
         listed = [_witness(base, cand, space, manager, joint, pair, action, reps, registries, prefer)
-                  for pair in sorted(changed_pairs, key=lambda p: (FAIL in p, repr(p)))[:MAX_WITNESSES]
+                  for pair in sorted(changed_pairs, key=lambda p: (FAIL in p, repr(p)))[:_MAX_WITNESSES]
                   ] if witnesses else []
         rows_in, regions_seen = 0, set()
         for point in seen_points.get(action, ()):
@@ -288,4 +288,4 @@ def _witness(base: Release, cand: Release, space: Any, manager: Manager, joint: 
     return Witness(action, state, proposal.as_dict(), got_b, got_c, confirmed, tuple(c.label() for c in changed))
 
 
-__all__ = ["MAX_WITNESSES", "ActionDiff", "Relation", "SemanticDiff", "Witness", "semantic_diff"]
+__all__ = ["ActionDiff", "Relation", "SemanticDiff", "Witness", "semantic_diff"]

@@ -32,7 +32,7 @@ class SyntheticProgram:
         return PolicyEngine(self.rules, self.catalog.ids)
 
 
-def synthetic_rules(seed: int, *, booleans: int = 24, numbers: int = 4, strings: int = 3, rules: int = 200,
+def _synthetic_rules(seed: int, *, booleans: int = 24, numbers: int = 4, strings: int = 3, rules: int = 200,
                     cross: bool = False) -> tuple[Rule, ...]:
     """``rules`` seeded rules (plus an ``ALLOW`` default) of one to three predicates each."""
     rng = random.Random(seed)
@@ -69,7 +69,7 @@ def synthetic_rules(seed: int, *, booleans: int = 24, numbers: int = 4, strings:
 
 
 def synthetic_program(seed: int, **sizes: int | bool) -> SyntheticProgram:
-    return SyntheticProgram(synthetic_rules(seed, **sizes))  # type: ignore[arg-type]
+    return SyntheticProgram(_synthetic_rules(seed, **sizes))  # type: ignore[arg-type]
 
 
 def perturbed(program: SyntheticProgram, seed: int, edits: int = 5) -> SyntheticProgram:
@@ -84,4 +84,4 @@ def perturbed(program: SyntheticProgram, seed: int, edits: int = 5) -> Synthetic
     return SyntheticProgram(tuple(rules), program.catalog, program.registry)
 
 
-__all__ = ["CATALOG", "REGISTRY", "SyntheticProgram", "perturbed", "synthetic_program", "synthetic_rules"]
+__all__ = ["CATALOG", "REGISTRY", "SyntheticProgram", "perturbed", "synthetic_program"]
