@@ -158,11 +158,13 @@ def test_notebook_13_skips_its_llm_section_naming_the_pip_command(monkeypatch, c
     """Notebook 13 with ``run_llm = True`` and the extra missing: one line that says how to install it."""
     import nbformat
 
+    from routebr_kit import backends
     from routebr_kit.backends import local_server
 
     nb = nbformat.read(REPO / "notebooks" / "13_real_proposers.ipynb", as_version=4)
     (cell,) = [c for c in nb.cells if c.cell_type == "code" and "LLM section skipped" in c.source]
-    monkeypatch.setattr(local_server, "missing_modules", lambda **_: ["llama_cpp"])
+    assert "from routebr_kit.backends import" in cell.source  # the name the cell reads is the namespace's
+    monkeypatch.setattr(backends, "missing_modules", lambda **_: ["llama_cpp"])
     exec(compile(cell.source, "13_real_proposers cell", "exec"), {"run_llm": True, "llm_cases": 4})  # noqa: S102
     line = capsys.readouterr().out.strip()
     assert line.startswith("LLM section skipped: the extra [local] is missing (llama_cpp)"), line
