@@ -159,6 +159,33 @@ def test_an_existing_run_needs_resume_and_the_same_inputs(bench, tmp_path, route
     assert run(bench, out, cases=bench[1][:10], resume=True).executed == 0
 
 
+def test_keep_stale_keeps_a_run_made_under_other_inputs_and_runs_beside_it(bench, tmp_path, routebr_artifact):
+    """A notebook re-run after the kit or its assets changed: the old run stays byte-identical, the new one goes to
+    ``<out>@<key of its inputs>`` and says so; the same inputs later resume that folder, the old ones the old."""
+    out, cases = tmp_path / "run", bench[1][:10]
+    run(bench, out, cases=cases)
+    files = lambda folder: {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}  # noqa: E731
+    before = files(out)
+    data = routebr_artifact / "data"
+    changed_rules = tmp_path / "rules.csv"
+    changed_rules.write_text((data / "boundary_rules.csv").read_text(encoding="utf-8").replace(
+        "R070,80", "R070,85"), encoding="utf-8")
+    other = (rk.load_assets(data / "catalog.csv", changed_rules, data / "entity_catalog.csv"), bench[1])
+    fresh = run(other, out, cases=cases, resume=True, keep_stale=True)
+    assert fresh.stale is not None and fresh.stale.kept == out and fresh.stale.changed == ("hashes.rules",)
+    assert fresh.out_dir.parent == out.parent and fresh.out_dir.name.startswith("run@") and fresh.executed == 10
+    assert files(out) == before
+    note = fresh.stale_note
+    assert f"`{out}`" in note and "hashes.rules" in note and f"`{fresh.out_dir}`" in note
+    again = run(other, out, cases=cases, resume=True, keep_stale=True)
+    assert (again.out_dir, again.executed, again.resumed) == (fresh.out_dir, 0, 10)
+    kept = run(bench, out, cases=cases, resume=True, keep_stale=True)
+    assert (kept.out_dir, kept.stale, kept.stale_note, kept.executed) == (out, None, "", 0)
+    with pytest.raises(rk.DataError) as err:  # without keep_stale a mismatch is still refused
+        run(other, out, cases=cases, resume=True)
+    assert (err.value.code, err.value.field) == (rk.ErrorCode.INCONSISTENT_ASSETS, "hashes.rules")
+
+
 def test_a_replay_miss_stops_the_run_and_writes_no_row_for_it(bench, tmp_path):
     first = run(bench, tmp_path / "full", cases=bench[1][:20])
     partial = ReplayBackend.from_predictions([r for r in first.rows if r.case_id != "MAIN-0009"])

@@ -26,7 +26,7 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..backends.lexical import LexicalBackend
 from ..backends.simulated import SimulatedBackend
@@ -325,21 +325,30 @@ def adaptive_attack(suite: Suite, backend: _BackendFactory, *, backend_name: str
 
 # --- notebook 11's runs: every suite through several systems, and the adaptive attacker per suite ---------
 
+class SuiteRuns(NamedTuple):
+    """:func:`suite_runs`' result: ``[(suite, {system: rows})]``, and a Markdown line for every stored run found
+    made under other inputs (an older kit), kept as it was while the suite ran beside it."""
+
+    runs: list[tuple[Any, dict[str, Any]]]
+    stale_notes: tuple[str, ...] = ()
+
+
 def suite_runs(suites: Mapping[str, Any], systems: Sequence[str], backend_for: Callable[[Any, str], Any],
-               out_dir: str | Path, prefix: str) -> list[tuple[Any, dict[str, Any]]]:
-    """``[(suite, {system: rows})]`` for :func:`~routebr_kit.adversarial.scoring.score_attacks`: every suite run
-    through every system with ``backend_for(suite, system)``, stored (and resumed) under
-    ``out_dir/runs/<prefix>_<language>_<system>``."""
-    runs = []
+               out_dir: str | Path, prefix: str) -> SuiteRuns:
+    """Every suite run through every system with ``backend_for(suite, system)``, stored (and resumed) under
+    ``out_dir/runs/<prefix>_<language>_<system>``; ``.runs`` is what
+    :func:`~routebr_kit.adversarial.scoring.score_attacks` reads."""
+    runs, notes = [], []
     for lang, suite in suites.items():
         ledgers = {}
         for system in systems:
             folder = Path(out_dir) / "runs" / f"{prefix}_{lang}_{system}"
-            ledgers[system] = run_cases(list(suite.cases), backend_for(suite, system), system=system,
-                                        assets=suite.assets, out_dir=folder, resume=folder.exists(),
-                                        progress=False).rows
+            result = run_cases(list(suite.cases), backend_for(suite, system), system=system, assets=suite.assets,
+                               out_dir=folder, resume=True, progress=False, keep_stale=True)
+            ledgers[system] = result.rows
+            notes += [result.stale_note] if result.stale_note else []
         runs.append((suite, ledgers))
-    return runs
+    return SuiteRuns(runs, tuple(notes))
 
 
 def adaptive_attacks(suites: Mapping[str, Any], *, seed: int, budget: int, cases: int | None,
@@ -358,5 +367,6 @@ def adaptive_attacks(suites: Mapping[str, Any], *, seed: int, budget: int, cases
     return attacks
 
 
-__all__ = ["CONTROLLER_SYSTEMS", "AdaptiveResult", "Candidate", "Placement", "ScorecardRow", "SystemUnderAttack",
-           "Target", "adaptive_attack", "adaptive_attacks", "attack_targets", "scorecard", "suite_runs", "templates"]
+__all__ = ["CONTROLLER_SYSTEMS", "AdaptiveResult", "Candidate", "Placement", "ScorecardRow", "SuiteRuns",
+           "SystemUnderAttack", "Target", "adaptive_attack", "adaptive_attacks", "attack_targets", "scorecard",
+           "suite_runs", "templates"]

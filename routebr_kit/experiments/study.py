@@ -11,7 +11,9 @@ One :class:`StudyConfig` (built from a notebook's literal parameters) says where
 * ``live`` — an OpenAI-compatible profile, the same way, but only when its API key is in the environment
   (otherwise :attr:`Study.missing_env` names the variables and nothing runs).
 
-Runs are written under ``runs_dir`` and resumed, so the notebooks of one ``make reproduce`` share them.  Everything
+Runs are written under ``runs_dir`` and resumed, so the notebooks of one ``make reproduce`` share them; a run there
+made under other inputs (an older kit, other assets) is kept, the study runs beside it, and :attr:`Study.banner` says
+so.  Everything
 downstream reads only the ledgers (:class:`~routebr_kit.store.ledger.PredictionRow`) and the gold cases.
 """
 
@@ -121,6 +123,12 @@ class Study:
     runs: Mapping[tuple[System, Split], tuple[PredictionRow, ...]]
     receipts: Mapping[tuple[System, Split], tuple[Path, ...]] = field(default_factory=dict)
     missing_env: tuple[str, ...] = ()
+    stale_notes: tuple[str, ...] = ()  # runs found under other inputs and kept (:attr:`RunResult.stale_note`)
+
+    @property
+    def banner(self) -> str:
+        """The notebook's banner: :attr:`StudyConfig.banner`, then a line for every stale run kept beside."""
+        return "\n\n".join((self.config.banner, *self.stale_notes))
 
     @property
     def ready(self) -> bool:
@@ -193,18 +201,20 @@ def _from_runs(config: StudyConfig, runs: Sequence[tuple[System, Split]], *, pro
     root = config.runs_dir / backend_dir / f"seed-{config.seed}" / cases_path.parent.name
     if config.profile == "local:lexical":  # a proposer, not a router: it answers RouteBR's stage only
         runs = [(system, split) for system, split in runs if system.uses_controller]
-    ledgers, receipts = {}, {}
+    ledgers, receipts, folders, notes = {}, {}, {}, []
     for system, split in sorted(runs, key=lambda r: r[0] in DERIVED):  # RouteBR runs before their derivatives
         out = root / system.value / split.value.lower()
         if system in DERIVED:
-            source = root / System.ROUTEBR.value / split.value.lower()
-            result = derive_interventions(source, cases, assets, out, system=system, resume=True, progress=progress)
+            source = folders.get((System.ROUTEBR, split), root / System.ROUTEBR.value / split.value.lower())
+            result = derive_interventions(source, cases, assets, out, system=system, resume=True, progress=progress,
+                                          keep_stale=True)
         else:
             chosen = [c for c in cases.values() if c.split is split]
             backend = make_backend(config.profile, **backend_kwargs)
             result = run_cases(chosen, backend, system=system, assets=assets, out_dir=out, resume=True,
-                               progress=progress, concurrency=concurrency, cases_path=cases_path)
-        ledgers[(system, split)] = result.rows
-        receipts[(system, split)] = tuple(sorted((out / "raw").glob("*.json")))
+                               progress=progress, concurrency=concurrency, cases_path=cases_path, keep_stale=True)
+        ledgers[(system, split)], folders[(system, split)] = result.rows, result.out_dir
+        receipts[(system, split)] = tuple(sorted((result.out_dir / "raw").glob("*.json")))
+        notes += [result.stale_note] if result.stale_note else []
     ordered = {run: ledgers[run] for run in runs}
-    return Study(config, assets, cases, ordered, receipts)
+    return Study(config, assets, cases, ordered, receipts, stale_notes=tuple(notes))

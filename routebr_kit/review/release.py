@@ -374,9 +374,12 @@ def _kit_runs(seed: int, language: str, profile: str, runs: Path) -> ReviewSourc
     for system, split in _KIT_TASKS:
         folder = runs / profile.replace(":", "-") / f"seed-{seed}" / f"{system}-{split.lower()}"
         backend = make_backend(profile, cases=cases, catalog=assets.catalog, seed=seed)
-        run_cases([c for c in cases if c.split.value == split], backend, system=system, assets=assets,
-                  out_dir=folder, resume=True, progress=False, cases_path=cases_path)
-        folders.append(folder)
+        result = run_cases([c for c in cases if c.split.value == split], backend, system=system, assets=assets,
+                           out_dir=folder, resume=True, progress=False, cases_path=cases_path, keep_stale=True)
+        if result.stale is not None:  # a run of an older kit stays as it was; this review uses a fresh one
+            print(f"{result.stale.kept} was made under other inputs ({', '.join(result.stale.changed)}); kept, and "
+                  f"this review ran into {result.out_dir}")
+        folders.append(result.out_dir)
     ledgers = load_many(folders, cases=cases_path, assets=assets)
     label = f"kit benchmark {language}-{seed}, simulated backend {profile} (a simulation, not model evidence)"
     return ReviewSource(ledgers, AssetFiles.from_dir(bench).replace(prompts=prompt_path(language)), label)

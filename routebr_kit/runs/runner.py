@@ -10,7 +10,10 @@ interventions (live) or the two baselines over a sequence of cases and write a r
   applies it to network attempts only, so cache hits are free.
 * **Durability**: each finished case is committed as receipt then row (fsynced, off the event loop); ``kill -9``
   loses no committed case and ``resume=True`` runs only the rest, after checking that the manifest's inputs
-  (system, repeat, backend, case IDs, every hash) are unchanged.  When every case is done, ``predictions.csv`` is
+  (system, repeat, backend, case IDs, every hash) are unchanged.  A run written under other inputs (an older kit,
+  edited assets) is refused (``INCONSISTENT_ASSETS``) — or, with ``keep_stale=True`` (the notebooks, which treat
+  their runs folder as a store of finished work), left as it is while this run goes to a folder beside it named by
+  its inputs, ``<out_dir>@<key>``; :attr:`RunResult.stale` says so.  When every case is done, ``predictions.csv`` is
   rewritten in case order, so identical inputs give byte-identical files whatever the completion order.
 * **Any reply is recordable**: replies are redacted of secrets as they arrive (:func:`redact_reply`, before the
   controller reads them) and receipts go through :mod:`routebr_kit.store.redact`, so whatever a server sends —
@@ -112,6 +115,19 @@ def rate_limited(backend: Backend, limiter: RateLimiter) -> Backend:
 
 
 @dataclass(frozen=True, slots=True)
+class StaleRun:
+    """A run that ``keep_stale`` found written under other inputs: kept untouched; the new run went beside it."""
+
+    kept: Path  # the old run's folder
+    changed: tuple[str, ...]  # the manifest fields that differ (``hashes.controller``, ``case_ids``, …)
+
+    def note(self, now: Path) -> str:
+        """One Markdown line for a notebook's banner."""
+        return (f"**Runs folder:** `{self.kept}` holds a run made under other inputs ({', '.join(self.changed)} "
+                f"changed — e.g. by a newer kit); it is kept as it was, and this run went to `{now}`.")
+
+
+@dataclass(frozen=True, slots=True)
 class RunResult:
     """A finished run: every row of the directory in case order, the manifest, and this invocation's decisions."""
 
@@ -122,6 +138,12 @@ class RunResult:
     executed: int
     resumed: int
     decisions: Mapping[str, Decision | DirectDecision] = field(default_factory=dict)
+    stale: StaleRun | None = None  # keep_stale: the run found in the requested folder, kept (this one is beside it)
+
+    @property
+    def stale_note(self) -> str:
+        """:meth:`StaleRun.note` of :attr:`stale` (``""`` when the requested folder was used)."""
+        return "" if self.stale is None else self.stale.note(self.out_dir)
 
     @property
     def summary(self) -> Mapping[str, Any]:
@@ -189,7 +211,7 @@ def _redact_reply(reply: ModelReply, redactor: Redactor) -> ModelReply:
 async def arun_cases(cases: Sequence[Case], backend: Backend, *, system: System | str, assets: Assets,
                      out_dir: str | Path, concurrency: int = 8, rpm: float | None = None, resume: bool = False,
                      repeat_id: str = "0", progress: bool = True, fallback: Terminal = Terminal.CLARIFY,
-                     cases_path: str | Path | None = None) -> RunResult:
+                     cases_path: str | Path | None = None, keep_stale: bool = False) -> RunResult:
     """Run ``cases`` through ``system`` with ``backend`` into ``out_dir`` (see the module docstring)."""
     system = parse_system(system)
     if type(concurrency) is not int or concurrency < 1:
@@ -225,7 +247,7 @@ async def arun_cases(cases: Sequence[Case], backend: Backend, *, system: System 
 
     try:
         return await _run(cases, one, out_dir=out_dir, manifest=manifest, concurrency=concurrency,
-                          resume=resume, progress=progress, system=system)
+                          resume=resume, progress=progress, system=system, keep_stale=keep_stale)
     finally:
         for used in {id(b): b for b in (live, backend)}.values():  # a rate-limited adapter is its own client
             closer = getattr(used, "aclose", None)
@@ -241,7 +263,7 @@ def run_cases(cases: Sequence[Case], backend: Backend, **kwargs: Any) -> RunResu
 async def aderive_interventions(source_dir: str | Path, cases: Sequence[Case] | Mapping[str, Case], assets: Assets,
                                 out_dir: str | Path, *, system: System | str = System.A_STATE,
                                 resume: bool = False, progress: bool = True,
-                                fallback: Terminal = Terminal.CLARIFY) -> RunResult:
+                                fallback: Terminal = Terminal.CLARIFY, keep_stale: bool = False) -> RunResult:
     """A-state or A-ground from a stored RouteBR run (kit run directory or published result folder), no calls.
 
     Each case replays its recorded replies (receipt ``responses``, failures included; where a published folder
@@ -290,7 +312,7 @@ async def aderive_interventions(source_dir: str | Path, cases: Sequence[Case] | 
         return receipt, out, decision
 
     return await _run(chosen, one, out_dir=out_dir, manifest=manifest, concurrency=1, resume=resume,
-                      progress=progress, system=system)
+                      progress=progress, system=system, keep_stale=keep_stale)
 
 
 def derive_interventions(source_dir: str | Path, cases: Sequence[Case] | Mapping[str, Case], assets: Assets,
@@ -301,7 +323,7 @@ def derive_interventions(source_dir: str | Path, cases: Sequence[Case] | Mapping
 
 async def _run(cases: Sequence[Case], one: Callable[[Case], Awaitable[tuple[dict[str, Any], PredictionRow, Any]]],
                *, out_dir: str | Path, manifest: dict[str, Any], concurrency: int, resume: bool, progress: bool,
-               system: System) -> RunResult:
+               system: System, keep_stale: bool = False) -> RunResult:
     ledger = RunLedger(out_dir)
     order = [c.case_id for c in cases]
     if len(set(order)) != len(order):
@@ -312,8 +334,15 @@ async def _run(cases: Sequence[Case], one: Callable[[Case], Awaitable[tuple[dict
         if not resume:
             raise DataError(ErrorCode.INVALID_VALUE, "an output directory without a run (or --resume to continue it)",
                             file=str(ledger.dir))
-        if ledger.manifest_path.exists():
-            _check_resumable(ledger, manifest)
+        changed = _changed_inputs(ledger, manifest) if ledger.manifest_path.exists() else ()
+        if changed and keep_stale:
+            beside = ledger.dir.with_name(f"{ledger.dir.name}@{sha256_json(_resume_view(manifest))[:12]}")
+            result = await _run(cases, one, out_dir=beside, manifest=manifest, concurrency=concurrency, resume=True,
+                                progress=progress, system=system)
+            return dataclasses.replace(result, stale=StaleRun(ledger.dir, changed))
+        if changed:
+            raise DataError(ErrorCode.INCONSISTENT_ASSETS, "the same inputs as the run being resumed",
+                            file=str(ledger.manifest_path), field=changed[0], got=list(changed))
         for row in ledger.committed():
             if row.case_id in done:
                 raise DataError(ErrorCode.DUPLICATE_ID, "one row per case", file=str(ledger.predictions_path),
@@ -421,16 +450,24 @@ def _manifest(system: System, repeat_id: str, cases: Sequence[Case], assets: Ass
     }
 
 
-def _check_resumable(ledger: RunLedger, manifest: Mapping[str, Any]) -> None:
+def _resume_view(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: manifest.get(key) for key in RESUME_KEYS}
+
+
+def _changed_inputs(ledger: RunLedger, manifest: Mapping[str, Any]) -> tuple[str, ...]:
+    """The inputs (:data:`RESUME_KEYS`; a hash as ``hashes.<name>``) on which the stored run differs from this one."""
     previous = ledger.manifest()
-    changed = [key for key in RESUME_KEYS if previous.get(key) != manifest.get(key)]
-    if changed:
-        detail = changed[0]
-        if detail == "hashes":
-            old, new = previous.get("hashes") or {}, manifest["hashes"]
-            detail = "hashes." + ",".join(sorted(k for k in new if old.get(k) != new[k]))
-        raise DataError(ErrorCode.INCONSISTENT_ASSETS, "the same inputs as the run being resumed",
-                        file=str(ledger.manifest_path), field=detail, got=changed)
+    old_hashes, new_hashes = previous.get("hashes") or {}, manifest.get("hashes") or {}
+    changed: list[str] = []
+    for key in RESUME_KEYS:
+        if previous.get(key) == manifest.get(key):
+            continue
+        if key == "hashes" and isinstance(old_hashes, Mapping):
+            changed += [f"hashes.{k}" for k in sorted({*old_hashes, *new_hashes})
+                        if old_hashes.get(k) != new_hashes.get(k)]
+        else:
+            changed.append(key)
+    return tuple(changed)
 
 
 def _case_view(case: Case) -> dict[str, Any]:
@@ -538,5 +575,5 @@ def _run_summary(rows: Sequence[PredictionRow], receipt_of: Callable[[str], Mapp
     return out
 
 
-__all__ = ["RESUME_KEYS", "SYSTEM_NAMES", "RateLimiter", "RunResult", "aderive_interventions", "arun_cases",
+__all__ = ["RESUME_KEYS", "SYSTEM_NAMES", "RateLimiter", "RunResult", "StaleRun", "aderive_interventions", "arun_cases",
            "derive_interventions", "describe_backend", "parse_system", "rate_limited", "run_cases"]
