@@ -30,7 +30,8 @@ PINNED: dict[str, list[str]] = {
         "RouteRequest Rule RuntimeState Split Stage System Terminal TraceStep UNRESOLVED "
         "check_proposal find_artifact load_assets load_cases load_catalog load_registry load_rules "
         "rule").split(),
-    "adversarial": ("AttackFamily attack_surface generate_suite pooled score_attacks suite_runs write_suite").split(),
+    "adversarial": ("AttackFamily adaptive_attacks attack_surface generate_suite pooled score_attacks scorecard "
+        "suite_runs write_suite").split(),
     "backends": ("DEFAULT_PROFILES INSTALL_HINT LearnedBackend LexicalBackend PROFILE_LABELS ReplayBackend "
         "SMOLLM2 ScriptedBackend SimulatedBackend make_backend missing_api_keys missing_modules "
         "profile_table train").split(),
@@ -48,8 +49,8 @@ PINNED: dict[str, list[str]] = {
         "write_benchmark").split(),
     "evaluation": ("PAPER_PATH_LABELS SYSTEM_LABELS Z95 difficulty_figure fd_fb_figure flip_pairs index_cases "
         "macro_f1 mcnemar mcnemar_p_published mcnemar_table pair_grid pair_grid_figure parse_count "
-        "rq12_table rq3_table score scores_frame screening_figure screening_table seed_spread_figure "
-        "trivial_floor wilson wilson_published").split(),
+        "reliability rq12_table rq3_table score scores_frame screening_figure screening_table "
+        "seed_spread_figure trivial_floor wilson wilson_published").split(),
     "experiments": ("COUNT_TOLERANCE HOW_TO_GET INDEPENDENT LedgerOrigin PATH_TOLERANCE_POINTS REBUILT "
         "ScreeningConfig Source StudyConfig artifact_ledgers audit_results boundary_mcnemar "
         "compare_with_published composite_scores false_dispatch_examples grid_facts held_out_table "
@@ -236,7 +237,7 @@ def test_single_notebook_helpers_live_in_their_domain_package():
     domain's (notebook 10's traffic and contrast in review, notebook 11's runs in adversarial, notebook 14's grid in
     experiments, its timeline in dataset, its counterexample replay in verify, its candidate review in review)."""
     from routebr_kit import adversarial, notebook, review
-    from routebr_kit.adversarial import scorecard
+    from routebr_kit.adversarial import security
     from routebr_kit.dataset import sessions as session_cases
     from routebr_kit.experiments import proposers, session_grid
     from routebr_kit.review import calibration, sessions, shadow
@@ -245,7 +246,7 @@ def test_single_notebook_helpers_live_in_their_domain_package():
     moved = {"review_source", "release_files", "first_match_order", "transitions", "forbidden_dispatch_contrast"}
     assert moved <= set(review.__all__) and all(callable(getattr(review, n)) for n in moved)
     assert callable(calibration.calibrate_gates) and callable(shadow.trace_pair)
-    assert callable(scorecard.suite_runs) and callable(scorecard.adaptive_attacks) and adversarial
+    assert callable(security.suite_runs) and callable(security.adaptive_attacks) and adversarial
     assert callable(proposers.decide_all)
     assert callable(session_grid.run_benchmarks) and callable(session_cases.timeline)
     assert callable(horizon_replay.replay_counterexample) and callable(sessions.review_candidates)

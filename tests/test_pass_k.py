@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from routebr_kit.cli.app import main
 from routebr_kit.core.errors import DataError, ErrorCode
-from routebr_kit.evaluation.reliability import pass_hat_k, reliability
+from routebr_kit.evaluation.pass_k import pass_hat_k, reliability
 from routebr_kit.store.artifact import Artifact
 from routebr_kit.store.ledger import PredictionRow
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from routebr_kit.adversarial.scorecard import Placement, adaptive_attack, attack_targets, scorecard, templates
+from routebr_kit.adversarial.security import Placement, adaptive_attack, attack_targets, scorecard, templates
 from routebr_kit.adversarial.suite import generate_suite
 from routebr_kit.backends.lexical import LexicalBackend
 from routebr_kit.backends.simulated import SimulatedBackend

@@ -12,7 +12,7 @@ from .. import lazy_exports
 
 #: Every public name → the module that defines it, imported on first use.
 _EXPORTS: dict[str, str] = {name: module for module, names in {
-    "scorecard": "suite_runs",
+    "security": "adaptive_attacks scorecard suite_runs",
     "scoring": "pooled score_attacks",
     "suite": "AttackFamily generate_suite write_suite",
     "surface": "attack_surface",

@@ -3,7 +3,7 @@
 
 Derives the seeded injection suite from ``--cases`` (as ``generate-attacks`` does), searches ``--budget`` attack
 candidates for the highest rate at which the proposer ``--backend`` proposes the attacker's target
-(:func:`~routebr_kit.adversarial.scorecard.adaptive_attack`), then runs each system on the best attack found and
+(:func:`~routebr_kit.adversarial.security.adaptive_attack`), then runs each system on the best attack found and
 prints its actual forbidden-dispatch rate beside the worst-case bound ``attack-surface`` computes for the same
 cases.  ``--backend`` is ``local:lexical``, ``sim:<profile>`` (a simulation: its answers ignore the request text,
 so no attack moves it) or an OpenAI-compatible profile — e.g. ``local-smollm2`` against ``routebr-kit
@@ -40,7 +40,7 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command(_args)
 def adaptive_attack_command(args: argparse.Namespace) -> int:
-    from ..adversarial.scorecard import CONTROLLER_SYSTEMS, adaptive_attack
+    from ..adversarial.security import CONTROLLER_SYSTEMS, adaptive_attack
     from ..adversarial.suite import DEFAULT_PER_FAMILY, generate_suite
     from ..backends.registry import make_backend
 

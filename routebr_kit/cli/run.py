@@ -137,7 +137,7 @@ def _backend(args: argparse.Namespace, cases: list, assets: Assets, cache: objec
 
 def _repeated(args: argparse.Namespace, assets: Assets, cases: list, system, progress: bool) -> int:
     """``--repeats N``: N runs of the same configuration, each its own resumable run directory."""
-    from ..evaluation.reliability import reliability
+    from ..evaluation.pass_k import reliability
     from ..runs.runner import run_cases
     from .score import REPEAT_DIR
 

@@ -13,7 +13,7 @@ row, with the refusing gate.  The release is the assets stored next to the cases
 the run's manifest recorded (``INCONSISTENT_ASSETS`` when the run ran under others).
 A ledger with several repeats (``repeat_id``; or the ``OUT`` of ``run --repeats N``, whose ``repeat-<i>/`` folders
 are read together) is scored repeat by repeat, then reported as mean accuracy, τ-bench's pass^k for every ``k`` up
-to the number of repeats and per-case consistency (:mod:`routebr_kit.evaluation.reliability`); ``--repeat-id``
+to the number of repeats and per-case consistency (:mod:`routebr_kit.evaluation.pass_k`); ``--repeat-id``
 scores one repeat as before.
 """
 
@@ -131,7 +131,7 @@ def _score_repeats(args: argparse.Namespace, predictions: Path, rows: Sequence[P
                    repeats: Sequence[str]) -> int:
     """Several repeats: each repeat's score, then mean accuracy, pass^k and consistency (τ-bench's pass^k)."""
     from ..evaluation.metrics import index_cases
-    from ..evaluation.reliability import reliability
+    from ..evaluation.pass_k import reliability
     from ..evaluation.scorecard import score_report
 
     cases = load_cases(args.cases)

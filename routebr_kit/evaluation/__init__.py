@@ -11,6 +11,7 @@ from .. import lazy_exports
 _EXPORTS: dict[str, str] = {name: module for module, names in {
     "floor": "trivial_floor",
     "metrics": "PAPER_PATH_LABELS flip_pairs index_cases macro_f1 score scores_frame",
+    "pass_k": "reliability",
     "plots": "difficulty_figure fd_fb_figure pair_grid_figure screening_figure seed_spread_figure",
     "stats": "Z95 mcnemar mcnemar_p_published wilson wilson_published",
     "tables": "SYSTEM_LABELS mcnemar_table pair_grid parse_count rq12_table rq3_table screening_table",
