@@ -88,7 +88,7 @@ lab: kernel
 	JUPYTER_PREFER_ENV_PATH=1 $(VENV)/bin/jupyter lab $(ALLOW_ROOT) notebooks/
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check routebr_kit tests benchmarks tools requirements
+	$(VENV)/bin/ruff check routebr_kit tests benchmarks tools requirements notebooks
 
 # Every benchmark the documentation cites (benchmarks/run_all.py's SCRIPTS, sized to stay under about ten minutes on
 # a loaded 2-core machine), written with date, machine and load to benchmarks/RESULTS.md (the only place figures
