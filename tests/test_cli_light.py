@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from routebr_kit.cli.app import COMMANDS, build_parser, load_command
+from routebr_kit.cli.app import COMMANDS, build_parser, load_command, main
 
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("pandas", "numpy", "scipy", "matplotlib")
@@ -37,8 +37,28 @@ def _run(code: str, *args: str) -> tuple[subprocess.CompletedProcess[str], list[
     return done, json.loads(line[len("MODULES "):])
 
 
+#: The kit's modules ``routebr-kit --help`` may import: the package, the command line's package, the table and the
+#: shared helpers.  ``CMD --help`` may add its own command module, nothing else of the kit.
+HELP_MODULES = {"routebr_kit", "routebr_kit.cli", "routebr_kit.cli.app", "routebr_kit.cli.common"}
+
+
 def _command_modules(loaded: list[str]) -> set[str]:
     return {m for m in loaded if m.startswith("routebr_kit.cli.")} - {"routebr_kit.cli.app", "routebr_kit.cli.common"}
+
+
+def _kit_modules(loaded: list[str]) -> set[str]:
+    return {m for m in loaded if m == "routebr_kit" or m.startswith("routebr_kit.")}
+
+
+def _said(text: str) -> str:
+    """Help text with argparse's line wrapping undone (every run of whitespace one space)."""
+    return " ".join(text.split())
+
+
+def _help(name: str) -> str:
+    done, _ = _run(RUNNER, name, "--help")
+    assert done.returncode == 0, done.stderr
+    return _said(done.stdout)
 
 
 def test_the_table_offers_every_command_the_cli_offered():
@@ -58,6 +78,7 @@ def test_top_level_help_lists_every_command_and_imports_no_command_module():
         assert f"    {name}" in done.stdout
     assert not [m for m in HEAVY if m in loaded]
     assert _command_modules(loaded) == set()
+    assert _kit_modules(loaded) == HELP_MODULES  # not the error types, not the redactor
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
@@ -87,3 +108,40 @@ def test_the_sweep_help_shows_the_sweeps_own_cap():
     from routebr_kit.metaroute.sweep import MAX_CONFIGURATIONS
 
     assert SHOWN_MAX_CONFIGURATIONS == MAX_CONFIGURATIONS
+
+
+# -- the error path: app.py imports the error types only when a handler fails, and still catches exactly these --
+
+
+def _failing(monkeypatch, exc: BaseException) -> None:
+    """``replay``'s handler replaced by one that raises ``exc`` (its options unchanged)."""
+    import routebr_kit.cli.replay as module
+    from routebr_kit.cli.common import command
+
+    @command(module.replay.configure)
+    def broken(args):
+        raise exc
+
+    monkeypatch.setattr(module, "replay", broken)
+
+
+def test_a_kit_error_from_a_handler_is_one_line_and_exit_2(monkeypatch, capsys):
+    from routebr_kit.core.errors import DataError, ErrorCode
+
+    _failing(monkeypatch, DataError(ErrorCode.FILE_NOT_FOUND, "/nowhere/x.csv", field="--artifact"))
+    assert main(["replay"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("routebr-kit replay: ") and "[FILE_NOT_FOUND]" in err, err
+
+
+def test_an_os_error_from_a_handler_is_one_line_naming_the_path_and_exit_2(monkeypatch, capsys):
+    _failing(monkeypatch, PermissionError(13, "Permission denied", "/root/out"))
+    assert main(["replay"]) == 2
+    err = capsys.readouterr().err
+    assert err == "routebr-kit replay: [PermissionError] /root/out: Permission denied\n", err
+
+
+def test_any_other_exception_from_a_handler_is_a_bug_and_propagates(monkeypatch):
+    _failing(monkeypatch, RuntimeError("a bug"))
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(["replay"])
