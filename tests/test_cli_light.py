@@ -88,6 +88,7 @@ def test_command_help_is_light_and_shows_every_option(name):
     assert done.stdout.startswith(f"usage: routebr-kit {name}")
     assert not [m for m in HEAVY if m in loaded], f"{name} --help imports heavy modules"
     assert _command_modules(loaded) == {COMMANDS[name].module}
+    assert _kit_modules(loaded) == HELP_MODULES | {COMMANDS[name].module}, f"{name} --help imports kit modules"
     # the same options as the full parser (every command configured) declares
     full = build_parser()
     sub = next(a for a in full._actions if a.dest == "command").choices[name]
@@ -145,3 +146,63 @@ def test_any_other_exception_from_a_handler_is_a_bug_and_propagates(monkeypatch)
     _failing(monkeypatch, RuntimeError("a bug"))
     with pytest.raises(RuntimeError, match="a bug"):
         main(["replay"])
+
+
+# -- every default the help restates is the kit constant the handler uses (no kit import at --help time) ----------
+
+
+def test_the_gate_helps_state_the_release_gates():
+    from routebr_kit.review.gate import DEFAULT_GATE, RERUN_GATE
+
+    assert f"(default: the release default, '{DEFAULT_GATE}')" in _help("gate-check")
+    assert f"(default: {DEFAULT_GATE}; plus 'widening <= 0'" in _help("review")
+    shown = _help("report")
+    assert f"(default: {DEFAULT_GATE!r} for a shadow output" in shown and f"; {RERUN_GATE!r} otherwise" in shown
+
+
+def test_the_attack_helps_state_the_protected_action_and_the_family_size():
+    from routebr_kit.adversarial.suite import DEFAULT_PER_FAMILY
+    from routebr_kit.adversarial.surface import PROTECTED_ACTION
+
+    assert f"explicit permission (default {PROTECTED_ACTION})" in _help("attack-surface")
+    shown = _help("generate-attacks")
+    assert f"variants per attack family (default {DEFAULT_PER_FAMILY})" in shown
+    assert f"prefer as target (default {PROTECTED_ACTION})" in shown
+
+
+def test_the_serve_model_help_states_the_packaged_models_port_and_threads():
+    from routebr_kit.backends.local_server import DEFAULT_PORT, PACKAGED_MODELS, SMOLLM2, default_threads
+
+    shown = _help("serve-model")
+    assert f"--model MODEL {' | '.join(PACKAGED_MODELS)} (a model shipped" in shown
+    assert f"default {SMOLLM2.name}) or PATH.gguf" in shown
+    assert f"(default {DEFAULT_PORT}: the local-smollm2 profile's)" in shown
+    assert "CPU threads (default min(4, CPU count))" in shown
+    assert default_threads() == min(4, os.cpu_count() or 1)
+
+
+def test_the_reproduce_help_names_the_shipped_parameter_files():
+    from routebr_kit.store.kitfiles import shipped_params
+
+    assert f"one the kit ships: {', '.join(shipped_params())} (default: default)" in _help("reproduce")
+
+
+def test_the_fetch_artifact_help_describes_the_default_destination():
+    from routebr_kit.store import kitfiles
+    from routebr_kit.store.artifact import CONVENTIONAL_DIR
+    from routebr_kit.store.fetch import default_dest
+
+    assert "(default: artifacts/routebr/ of the source checkout, else of the current directory" in _help(
+        "fetch-artifact")
+    assert kitfiles.source_checkout() is not None and default_dest() == CONVENTIONAL_DIR  # a checkout: its own
+
+
+@pytest.mark.parametrize("argv, dest, default", [
+    (["gate-check", "--artifact", "A"], "gate", None), (["review", "--candidate-assets", "C", "--artifact", "A"],
+                                                        "gate", None),
+    (["attack-surface", "--cases", "c.csv"], "protected_action", None),
+    (["generate-attacks", "--cases", "c.csv", "--lang", "en", "--out", "o"], "per_family", None),
+    (["serve-model"], "port", None), (["serve-model"], "model", None), (["fetch-artifact"], "dest", None),
+])
+def test_defaults_the_handler_resolves_are_none_in_the_parser(argv, dest, default):
+    assert getattr(build_parser(argv).parse_args(argv), dest) == default
