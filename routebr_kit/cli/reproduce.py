@@ -10,8 +10,6 @@ or one of the kit's own (``default``, ``ci``; from a wheel, the copies it ships)
 from __future__ import annotations
 
 import argparse
-import json
-from datetime import UTC, datetime
 from pathlib import Path
 
 from .common import command
@@ -38,6 +36,9 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command(_args)
 def reproduce(args: argparse.Namespace) -> int:
+    import json
+    from datetime import UTC, datetime
+
     from ..core.errors import DataError, ErrorCode
     from ..notebook.pipeline import RunPlan, choose_artifact, execute, prepare, skip_reason
     from ..scale.progress import terminal_progress

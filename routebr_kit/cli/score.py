@@ -20,9 +20,6 @@ scores one repeat as before.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import math
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -228,6 +225,9 @@ def _report_record(report: Mapping[str, Any]) -> dict[str, Any]:
 
 def _write_scores_csv(path: Path, report: Mapping[str, Any]) -> None:
     """Every metric per split as CSV (``split`` first, then :meth:`Scores.as_dict` keys; NaN as an empty cell)."""
+    import csv
+    import io
+
     records = [{"split": label, **{k: _finite(v) for k, v in s.as_dict().items()}}
                for label, s in report["splits"].items()]
     columns = list(dict.fromkeys(k for r in records for k in r))
@@ -240,6 +240,8 @@ def _write_scores_csv(path: Path, report: Mapping[str, Any]) -> None:
 
 
 def _finite(value: Any) -> Any:
+    import math
+
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
