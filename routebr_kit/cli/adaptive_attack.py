@@ -17,8 +17,6 @@ import argparse
 import time
 from pathlib import Path
 
-from ..core.records import System
-from ..store.ledger import write_json_atomic
 from .common import command, int_range, print_table
 
 
@@ -43,6 +41,8 @@ def adaptive_attack_command(args: argparse.Namespace) -> int:
     from ..adversarial.security import CONTROLLER_SYSTEMS, adaptive_attack
     from ..adversarial.suite import DEFAULT_PER_FAMILY, generate_suite
     from ..backends.registry import make_backend
+    from ..core.records import System
+    from ..store.ledger import write_json_atomic
 
     suite = generate_suite(args.cases, seed=args.seed, language=args.lang, per_family=DEFAULT_PER_FAMILY)
     spec = args.backend

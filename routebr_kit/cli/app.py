@@ -25,8 +25,6 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from .. import __version__
-from ..core.errors import KitError
-from ..store.redact import redact_text
 from .common import Command
 
 
@@ -176,14 +174,21 @@ def _main(argv: list[str], state: dict[str, argparse.Namespace | None]) -> int:
     try:
         args = state["args"] = build_parser(argv).parse_args(argv)
         return args.handler(args)
-    except KitError as exc:
-        _say(args, redact_text(str(exc)))
-        return 2
-    except OSError as exc:  # the environment refusing a path (see the module docstring)
-        where = " → ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
-        reason = exc.strerror or type(exc).__name__
-        _say(args, redact_text(f"[{type(exc).__name__}] " + (f"{where}: {reason}" if where else f"{reason} ({exc})")))
-        return 2
+    except Exception as exc:
+        # imported on the error path only, so ``--help`` never pays for the error types or the redactor
+        from ..core.errors import KitError
+        from ..store.redact import redact_text
+
+        if isinstance(exc, KitError):
+            _say(args, redact_text(str(exc)))
+            return 2
+        if isinstance(exc, OSError):  # the environment refusing a path (see the module docstring)
+            where = " → ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+            reason = exc.strerror or type(exc).__name__
+            _say(args, redact_text(f"[{type(exc).__name__}] "
+                                   + (f"{where}: {reason}" if where else f"{reason} ({exc})")))
+            return 2
+        raise  # any other exception is a bug: its traceback shows
 
 
 def _resume_hint(argv: Sequence[str], args: argparse.Namespace | None) -> str:

@@ -12,10 +12,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..adversarial.surface import PROTECTED_ACTION, attack_surface
-from ..store.assets import assets_beside, load_assets
-from ..store.cases import load_cases
-from ..store.ledger import write_json_atomic
 from .common import command, print_table
 
 _SHORT = {"forbidden_dispatches_reachable": "forbidden", "cases_with_forbidden_dispatch_reachable": "cases_forbidden",
@@ -30,8 +26,8 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--registry", type=Path,
                    help="entity registry (default: entity_catalog.csv or registry.csv next to --cases)")
     p.add_argument("--split", choices=("DEV", "MAIN", "FLIP", "ENTITY"), help="only this split (default: all)")
-    p.add_argument("--protected-action", default=PROTECTED_ACTION,
-                   help=f"the catalog action that needs explicit permission (default {PROTECTED_ACTION})")
+    p.add_argument("--protected-action", default=None,  # None: adversarial.surface.PROTECTED_ACTION
+                   help="the catalog action that needs explicit permission (default A5_PROTECTED_ACTION)")
     p.add_argument("--protocol", choices=("kit", "published"), default="kit",
                    help="whose validator judges B1/B2 replies: kit (object types checked; default) or published "
                         "(any candidate, NONE or UNRESOLVED for any action); RouteBR is the same under both")
@@ -40,13 +36,19 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command(_args)
 def attack_surface_command(args: argparse.Namespace) -> int:
+    from ..adversarial.surface import PROTECTED_ACTION, attack_surface
+    from ..store.assets import assets_beside, load_assets
+    from ..store.cases import load_cases
+    from ..store.ledger import write_json_atomic
+
     if args.catalog or args.rules or args.registry:
         here = args.cases.parent
         assets = load_assets(args.catalog or here / "catalog.csv", args.rules or here / "boundary_rules.csv",
                              args.registry)
     else:
         assets = assets_beside(args.cases)
-    report = attack_surface(load_cases(args.cases), assets, split=args.split, protected_action=args.protected_action,
+    protected = PROTECTED_ACTION if args.protected_action is None else args.protected_action
+    report = attack_surface(load_cases(args.cases), assets, split=args.split, protected_action=protected,
                             protocol=args.protocol)
     for split in report.by_split:
         print(f"== {split}")

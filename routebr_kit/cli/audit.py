@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..core.errors import DataError, ErrorCode
 from .common import command, print_table
 
 
@@ -21,6 +20,7 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command(_args)
 def audit(args: argparse.Namespace) -> int:
+    from ..core.errors import DataError, ErrorCode
     from ..dataset.audit import audit_files
 
     given = [("CASES", path) for path in args.cases]

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 Handler = Callable[[argparse.Namespace], int]
 
 
-@dataclass(frozen=True, slots=True)
-class Command:
+class Command(NamedTuple):
     """One subcommand: its name and one-line help (its row in :data:`routebr_kit.cli.app.COMMANDS`), how it
     configures its parser, and its handler."""
 
@@ -53,6 +50,8 @@ def print_table(rows: list[dict[str, Any]], columns: Sequence[str] | None = None
 def write_json(path: Path | None, doc: Any) -> None:
     """``--json FILE``: the document as indented UTF-8 JSON (nothing when ``path`` is ``None``)."""
     if path is not None:
+        import json
+
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
 

@@ -6,17 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..core.errors import DataError, ErrorCode
-from ..scale.progress import terminal_progress
-from ..store.fetch import default_dest, load_shipped_manifest, manual_instructions, verify_tree
-from ..store.fetch import fetch_artifact as fetch
 from .common import command, positive_float
 
 
 def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dest", type=Path, default=None,
-                   help=f"where to install it (default {default_dest()}: artifacts/routebr/ of the source checkout, "
-                        "else of the current directory — where the kit looks for it; never inside the package)")
+                   help="where to install it (default: artifacts/routebr/ of the source checkout, else of the "
+                        "current directory — where the kit looks for it; never inside the package)")
     p.add_argument("--url", help="archive URL (default: GitHub's tarball of the pinned commit)")
     p.add_argument("--archive", type=Path, help="install from a .tar.gz downloaded by hand instead of downloading")
     p.add_argument("--verify", type=Path, metavar="DIR",
@@ -28,6 +24,11 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command(_args)
 def fetch_artifact(args: argparse.Namespace) -> int:
+    from ..core.errors import DataError, ErrorCode
+    from ..scale.progress import terminal_progress
+    from ..store.fetch import default_dest, load_shipped_manifest, manual_instructions, verify_tree
+    from ..store.fetch import fetch_artifact as fetch
+
     args.dest = args.dest if args.dest is not None else default_dest()
 
     manifest = load_shipped_manifest()

@@ -13,15 +13,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..core.errors import DataError, ErrorCode
-from ..review.gate import DEFAULT_GATE, Gate
-from ..review.ledgers import load_ledgers, load_many
 from .common import command, int_range, print_table, write_json
 
 
 def _args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--gate", default=DEFAULT_GATE, metavar="FILE|SPEC",
-                   help=f"the gate to calibrate (default: the release default, '{DEFAULT_GATE}')")
+    p.add_argument("--gate", default=None, metavar="FILE|SPEC",  # None: review.gate.DEFAULT_GATE
+                   help="the gate to calibrate (default: the release default, 'new_forbidden_dispatch <= 0, "
+                        "new_false_dispatch <= 0, path_exact_drop <= 1.0pp, flip_pairs_drop <= 0')")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--artifact", type=Path, help="published artifact directory (its recorded runs)")
     source.add_argument("--ledger", type=Path, nargs="+", help="run directories (or a folder of them)")
@@ -42,6 +40,7 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command(_args)
 def gate_check(args: argparse.Namespace) -> int:
+    from ..core.errors import DataError, ErrorCode
     from ..review.calibration import (
         ALPHA,
         MAX_N,
@@ -53,8 +52,10 @@ def gate_check(args: argparse.Namespace) -> int:
         parse_models,
         select_tasks,
     )
+    from ..review.gate import DEFAULT_GATE, Gate
+    from ..review.ledgers import load_ledgers, load_many
 
-    gate = Gate.from_arg(args.gate)
+    gate = Gate.from_arg(DEFAULT_GATE if args.gate is None else args.gate)
     models = parse_models(args.model)
     effect = parse_effect(args.effect)
     if args.reruns < 2:  # the parser refuses < 1 (as it does for --sims and --search-sims)

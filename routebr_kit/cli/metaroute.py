@@ -6,8 +6,6 @@ import argparse
 import json
 from pathlib import Path
 
-from ..core.hashing import sha256_file
-from ..scale.progress import terminal_progress
 from .common import command, int_range, print_table
 
 
@@ -25,7 +23,9 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command(_args)
 def metaroute(args: argparse.Namespace) -> int:
+    from ..core.hashing import sha256_file
     from ..metaroute import MetaRouteConfig, Mode, Suite, run_benchmark
+    from ..scale.progress import terminal_progress
 
     config = MetaRouteConfig.load(args.config) if args.config else MetaRouteConfig()
     if args.overrides:

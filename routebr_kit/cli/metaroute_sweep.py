@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..scale.progress import terminal_progress
 from .common import command, int_range, print_table
 
 #: :data:`routebr_kit.metaroute.sweep.MAX_CONFIGURATIONS` as ``--help`` shows it: importing that module for the help
@@ -42,6 +41,7 @@ def metaroute_sweep(args: argparse.Namespace) -> int:
         run_sweep,
         sensitivity,
     )
+    from ..scale.progress import terminal_progress
 
     space = SweepSpace.load(args.space) if args.space else default_space()
     cap = MAX_CONFIGURATIONS if args.max_configurations is None else args.max_configurations

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..review.gate import DEFAULT_GATE, RERUN_GATE, Gate
 from .common import command
 
 
@@ -25,13 +24,16 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cases", type=Path, default=None, help="gold cases file for run directories that name none")
     p.add_argument("--base-cases", type=Path, default=None, help="gold cases file for --base (default: --cases)")
     p.add_argument("--gate", default=None, metavar="FILE|SPEC",
-                   help=f"gate with --base (default: {DEFAULT_GATE!r} for a shadow output, an offline replay; "
-                        f"{RERUN_GATE!r} otherwise: two runs that each drew their proposals)")
+                   help="gate with --base (default: 'new_forbidden_dispatch <= 0, new_false_dispatch <= 0, "
+                        "path_exact_drop <= 1.0pp, flip_pairs_drop <= 0' for a shadow output, an offline replay; "
+                        "'new_forbidden_dispatch <= 0, path_exact_regression_p >= 0.05' otherwise: two runs that "
+                        "each drew their proposals)")
 
 
 @command(_args)
 def report(args: argparse.Namespace) -> int:
     from ..report import write_report
+    from ..review.gate import Gate
 
     gate = Gate.from_arg(args.gate) if args.gate else None
     written = write_report(args.run_dir, args.out, base=args.base, cases=args.cases, base_cases=args.base_cases,

@@ -10,20 +10,15 @@ or one of the kit's own (``default``, ``ci``; from a wheel, the copies it ships)
 from __future__ import annotations
 
 import argparse
-import json
-from datetime import UTC, datetime
 from pathlib import Path
 
-from ..core.errors import DataError, ErrorCode
-from ..scale.progress import terminal_progress
-from ..store.kitfiles import params_file, shipped_params, work_root
 from .common import command
 
 
 def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--params", default="default", metavar="FILE|NAME",
-                   help="parameters file (YAML), or the name of one the kit ships: " + ", ".join(shipped_params())
-                   + " (default: default)")
+                   help="parameters file (YAML), or the name of one the kit ships: ci, default, live.example "
+                        "(default: default)")
     p.add_argument("--out", type=Path, help="output folder, new or empty (default ./outputs/<params-name>-<UTC time>; "
                    "in a source checkout, its outputs/)")
     p.add_argument("--resume", action="store_true",
@@ -41,7 +36,13 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command(_args)
 def reproduce(args: argparse.Namespace) -> int:
+    import json
+    from datetime import UTC, datetime
+
+    from ..core.errors import DataError, ErrorCode
     from ..notebook.pipeline import RunPlan, choose_artifact, execute, prepare, skip_reason
+    from ..scale.progress import terminal_progress
+    from ..store.kitfiles import params_file, work_root
 
     plan = RunPlan.load(params_file(args.params))
     choice = choose_artifact(args.artifact, discover=not args.no_artifact)

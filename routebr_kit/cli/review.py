@@ -12,8 +12,6 @@ import argparse
 import shlex
 from pathlib import Path
 
-from ..core.errors import DataError, ErrorCode
-from ..review import DEFAULT_GATE, load_review_source, markdown, release_review, write_shadow
 from .common import command, int_range, write_json
 
 PASS, REGRESSION = 0, 1
@@ -34,8 +32,9 @@ def _args(p: argparse.ArgumentParser) -> None:
                    help="the runtime-state schema file the runs used (`run --state-schema`; default: "
                         "state_schema.json in the base assets, else the schema derived from the rules)")
     p.add_argument("--gate", default=None, metavar="FILE|SPEC",
-                   help=f"the release gate (default: {DEFAULT_GATE}; plus 'widening <= 0' from the exact semantic "
-                        "diff whenever rules, catalog, registry or state schema differ)")
+                   help="the release gate (default: new_forbidden_dispatch <= 0, new_false_dispatch <= 0, "
+                        "path_exact_drop <= 1.0pp, flip_pairs_drop <= 0; plus 'widening <= 0' from the exact "
+                        "semantic diff whenever rules, catalog, registry or state schema differ)")
     p.add_argument("--allow-widening", action="append", default=[], metavar="ACTION",
                    help="an action whose dispatch set may widen (repeatable)")
     p.add_argument("--options", nargs="*", default=(), metavar="NAME=VALUE",
@@ -50,6 +49,9 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command(_args)
 def review(args: argparse.Namespace) -> int:
+    from ..core.errors import DataError, ErrorCode
+    from ..review import load_review_source, markdown, release_review, write_shadow
+
     if args.out is not None and args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
         raise DataError(ErrorCode.INVALID_VALUE, "an output folder that does not exist yet or is empty",
                         file=str(args.out), field="--out")  # checked before the replay, not after

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..core.errors import DataError, ErrorCode
-from ..scale.progress import terminal_progress
-from ..store.assets import REGISTRY_NAMES, Assets, load_assets
-from ..store.cases import Split, load_cases
 from .common import command, int_range, positive_float, print_table
+
+if TYPE_CHECKING:
+    from ..store.assets import Assets
 
 SPLITS = ("MAIN", "FLIP", "ENTITY", "ALL")
 
@@ -64,8 +64,11 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command(_args)
 def run(args: argparse.Namespace) -> int:
+    from ..core.errors import DataError, ErrorCode
     from ..evaluation.scorecard import score_report
     from ..runs.runner import derive_interventions, parse_system, run_cases
+    from ..scale.progress import terminal_progress
+    from ..store.cases import Split, load_cases
     from .score import summary_lines
 
     assets = _assets(args)
@@ -121,6 +124,7 @@ def _backend(args: argparse.Namespace, cases: list, assets: Assets, cache: objec
     simulated or lexical one answers in process), rather than silently ignored."""
     from ..backends.profiles import check_deadline
     from ..backends.registry import make_backend
+    from ..core.errors import DataError, ErrorCode
 
     backend = make_backend(args.profile, cases=cases, catalog=assets.catalog, seed=seed, profiles_path=args.profiles,
                            cache=cache, language=args.language, protocol=args.protocol, prompts_path=args.prompts,
@@ -137,6 +141,7 @@ def _backend(args: argparse.Namespace, cases: list, assets: Assets, cache: objec
 
 def _repeated(args: argparse.Namespace, assets: Assets, cases: list, system, progress: bool) -> int:
     """``--repeats N``: N runs of the same configuration, each its own resumable run directory."""
+    from ..core.errors import DataError, ErrorCode
     from ..evaluation.pass_k import reliability
     from ..runs.runner import run_cases
     from .score import REPEAT_DIR
@@ -171,6 +176,9 @@ def _repeated(args: argparse.Namespace, assets: Assets, cases: list, system, pro
 def _assets(args: argparse.Namespace) -> Assets:
     """Catalog, rules and registry: the given files, else the ones next to ``--cases`` — every path checked first,
     the cases file before its neighbours, so an error names the file that is actually missing."""
+    from ..core.errors import DataError, ErrorCode
+    from ..store.assets import REGISTRY_NAMES, load_assets
+
     if not args.cases.is_file():
         raise DataError(ErrorCode.FILE_NOT_FOUND, "an existing cases file", file=str(args.cases), field="--cases")
     here = args.cases.parent

@@ -20,23 +20,16 @@ scores one repeat as before.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import math
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import DataError, ErrorCode
-from ..core.hashing import sha256_file
-from ..store.assets import assets_beside, read_json
-from ..store.cases import load_cases
-from ..store.ledger import MANIFEST, PREDICTIONS, PredictionRow, read_predictions, write_json_atomic
 from .common import command, print_table
 
 if TYPE_CHECKING:
     from ..evaluation.metrics import Count, PairScores, Scores
+    from ..store.ledger import PredictionRow
 
 #: The run directory of one repeat under ``run --repeats N --out OUT``.
 REPEAT_DIR = "repeat-{}"
@@ -54,9 +47,14 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command(_args)
 def score_command(args: argparse.Namespace) -> int:
+    from ..core.errors import DataError, ErrorCode
+    from ..core.hashing import sha256_file
     from ..evaluation.metrics import index_cases
     from ..evaluation.scorecard import score_report
     from ..review.dispatch import check_recorded_hashes, release_beside
+    from ..store.assets import assets_beside, read_json
+    from ..store.cases import load_cases
+    from ..store.ledger import MANIFEST, write_json_atomic
 
     if not args.run_dir.is_dir():
         raise DataError(ErrorCode.FILE_NOT_FOUND, "a run directory", file=str(args.run_dir), field="RUN_DIR")
@@ -100,6 +98,9 @@ def score_command(args: argparse.Namespace) -> int:
 def _ledger_rows(run_dir: Path) -> tuple[Path, tuple[PredictionRow, ...]]:
     """``RUN_DIR/predictions.csv``, or every ``RUN_DIR/repeat-*/predictions.csv`` of a ``run --repeats`` folder
     (their repeat IDs must differ)."""
+    from ..core.errors import DataError, ErrorCode
+    from ..store.ledger import PREDICTIONS, read_predictions
+
     predictions = run_dir / PREDICTIONS
     if predictions.is_file():
         rows = read_predictions(predictions)
@@ -130,9 +131,13 @@ def _ledger_rows(run_dir: Path) -> tuple[Path, tuple[PredictionRow, ...]]:
 def _score_repeats(args: argparse.Namespace, predictions: Path, rows: Sequence[PredictionRow],
                    repeats: Sequence[str]) -> int:
     """Several repeats: each repeat's score, then mean accuracy, pass^k and consistency (τ-bench's pass^k)."""
+    from ..core.errors import DataError
+    from ..core.hashing import sha256_file
     from ..evaluation.metrics import index_cases
     from ..evaluation.pass_k import reliability
     from ..evaluation.scorecard import score_report
+    from ..store.cases import load_cases
+    from ..store.ledger import write_json_atomic
 
     cases = load_cases(args.cases)
     index = index_cases(cases)
@@ -220,6 +225,9 @@ def _report_record(report: Mapping[str, Any]) -> dict[str, Any]:
 
 def _write_scores_csv(path: Path, report: Mapping[str, Any]) -> None:
     """Every metric per split as CSV (``split`` first, then :meth:`Scores.as_dict` keys; NaN as an empty cell)."""
+    import csv
+    import io
+
     records = [{"split": label, **{k: _finite(v) for k, v in s.as_dict().items()}}
                for label, s in report["splits"].items()]
     columns = list(dict.fromkeys(k for r in records for k in r))
@@ -232,11 +240,17 @@ def _write_scores_csv(path: Path, report: Mapping[str, Any]) -> None:
 
 
 def _finite(value: Any) -> Any:
+    import math
+
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _warn_if_other_cases(run_dir: Path, cases: Path) -> None:
     """The run's manifest records the hash of the cases file it ran on; say so when it is another file."""
+    from ..core.hashing import sha256_file
+    from ..store.assets import read_json
+    from ..store.ledger import MANIFEST
+
     manifest_path = run_dir / MANIFEST
     if not manifest_path.is_file():
         return

@@ -14,18 +14,16 @@ import sys
 import time
 from pathlib import Path
 
-from ..backends.local_server import DEFAULT_PORT, PACKAGED_MODELS, SMOLLM2, LocalServer, default_threads, resolve_model
-from ..core.errors import DataError, ErrorCode
 from .common import command, int_range
 
 
 def _args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default=SMOLLM2.name,
-                   help=f"{' | '.join(PACKAGED_MODELS)} (a model shipped in a registry package; default "
-                        f"{SMOLLM2.name}) or PATH.gguf")
-    p.add_argument("--port", type=int_range(1, 65535), default=DEFAULT_PORT,
-                   help=f"port on 127.0.0.1 (default {DEFAULT_PORT}: the local-smollm2 profile's)")
-    p.add_argument("--threads", type=int_range(1), default=None, help=f"CPU threads (default {default_threads()} here)")
+    # defaults None: backends.local_server's SMOLLM2 and DEFAULT_PORT, resolved in the handler
+    p.add_argument("--model", default=None,
+                   help="smollm2-135m (a model shipped in a registry package; default smollm2-135m) or PATH.gguf")
+    p.add_argument("--port", type=int_range(1, 65535), default=None,
+                   help="port on 127.0.0.1 (default 8080: the local-smollm2 profile's)")
+    p.add_argument("--threads", type=int_range(1), default=None, help="CPU threads (default min(4, CPU count))")
     p.add_argument("--ctx", type=int_range(1), default=4096, help="context length in tokens (default 4096)")
     p.add_argument("--extra-buffers", action="store_true",
                    help="let llama.cpp repack weights for AMX/AVX-512 (faster where it works; crashes on some VMs)")
@@ -38,9 +36,14 @@ def _stop_on_sigterm(signum: int, frame: object) -> None:
 
 @command(_args)
 def serve_model(args: argparse.Namespace) -> int:
+    from ..backends.local_server import DEFAULT_PORT, SMOLLM2, LocalServer, default_threads, resolve_model
+    from ..core.errors import DataError, ErrorCode
+
     if args.ctx < 256:
         raise DataError(ErrorCode.INVALID_VALUE, "a context of at least 256 tokens", field="--ctx", got=args.ctx)
-    server = LocalServer(resolve_model(args.model), port=args.port, threads=args.threads or default_threads(),
+    model = SMOLLM2.name if args.model is None else args.model
+    port = DEFAULT_PORT if args.port is None else args.port
+    server = LocalServer(resolve_model(model), port=port, threads=args.threads or default_threads(),
                          n_ctx=args.ctx, extra_buffers=args.extra_buffers, log_path=args.log)
     previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..store.artifact import Artifact
 from .common import add_artifact_option, command, discovered_artifact, print_table
 
 
@@ -18,6 +17,7 @@ def tables(args: argparse.Namespace) -> int:
     from ..experiments.published import audit_results, read_published, scorecard
     from ..experiments.replication import LedgerOrigin, paper_tables, replay_artifact
     from ..notebook.outputs import Outputs
+    from ..store.artifact import Artifact
 
     artifact = Artifact(discovered_artifact(args.artifact))
     report = replay_artifact(artifact)

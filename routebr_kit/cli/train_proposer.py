@@ -12,8 +12,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..core.errors import DataError, ErrorCode
-from ..core.hashing import sha256_bytes
 from .common import command
 
 
@@ -37,6 +35,8 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 def _kit_generated(path: Path) -> str:
     """The language of a kit-generated case file (a located error for any other file)."""
+    from ..core.errors import DataError, ErrorCode
+    from ..core.hashing import sha256_bytes
     from ..store.files import MAX_CSV_BYTES, read_bytes, read_json
 
     content = read_bytes(path, "a kit-generated cases CSV", max_bytes=MAX_CSV_BYTES)  # a regular file, capped

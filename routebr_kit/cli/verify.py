@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..core.controller import ControllerOptions
-from ..core.errors import DataError, ErrorCode
-from ..store.assets import Assets, load_assets, load_state_schema
 from .common import command, int_range, write_json
+
+if TYPE_CHECKING:
+    from ..core.controller import ControllerOptions
+    from ..store.assets import Assets
 
 PASS, FAIL = 0, 1
 
@@ -59,8 +60,10 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 
 def _single_assets(args: argparse.Namespace) -> tuple[Assets, Any]:
+    from ..core.errors import DataError, ErrorCode
     from ..review.assets import AssetFiles
     from ..review.change_impact import artifact_asset_files
+    from ..store.assets import load_assets, load_state_schema
 
     schema = load_state_schema(args.schema) if args.schema else None
     if args.catalog or args.rules:
@@ -81,6 +84,7 @@ def _single_assets(args: argparse.Namespace) -> tuple[Assets, Any]:
 
 
 def _observations(args: argparse.Namespace) -> tuple:
+    from ..core.errors import DataError, ErrorCode
     from ..review.ledgers import load_ledgers, load_many
     from ..verify import observations_from_ledgers
 
@@ -94,6 +98,7 @@ def _observations(args: argparse.Namespace) -> tuple:
 
 
 def _options(args: argparse.Namespace) -> ControllerOptions:
+    from ..core.controller import ControllerOptions
     from ..review.shadow import parse_options
 
     return ControllerOptions(**parse_options(args.options))
@@ -120,6 +125,7 @@ def verify(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
+    from ..core.errors import DataError, ErrorCode
     from ..review.assets import AssetFiles
     from ..verify import semantic_diff
 
@@ -139,6 +145,7 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _coverage(args: argparse.Namespace) -> int:
+    from ..core.errors import DataError, ErrorCode
     from ..review.assets import AssetFiles
     from ..verify import coverage, coverage_gate
 
@@ -166,10 +173,13 @@ def _coverage(args: argparse.Namespace) -> int:
 
 def _horizon(args: argparse.Namespace) -> int:
     """``verify --horizon K``: session assertions (or a session diff) over every session of up to K requests."""
+    from ..core.errors import DataError, ErrorCode
     from ..verify.horizon import format_report, load_assertions, session_diff, verify_horizon
+
     assets, _ = _single_assets(args)
     if args.candidate_rules is not None:
         from ..store.assets import load_rules
+
         candidate = load_rules(args.candidate_rules, assets.catalog)
         diff = session_diff(assets.catalog, assets.policy, candidate, args.horizon)
         print(f"session diff over K={diff.horizon}: {diff.sessions} abstract sessions in {diff.seconds:.2f}s")
