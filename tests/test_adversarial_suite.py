@@ -154,6 +154,27 @@ def test_lexical_routebr_never_dispatches_forbidden(published, tmp_path):
             assert [sum(int(c.split("/")[i]) for c in counts if c) for i in (0, 1)] == [rate.k, rate.n]
 
 
+
+def test_suite_runs_keep_runs_of_an_older_kit_and_say_so(published, tmp_path):
+    """Notebook 11 re-run over its own runs folder after the kit changed: the old runs stay, the suite runs beside
+    them with the same rows, and ``stale_notes`` names each kept run (the notebook displays them)."""
+    from routebr_kit.adversarial import suite_runs
+
+    suites = {"en": generate_suite(published, seed=1, language="en", per_family=2)}
+    lexical = lambda suite, _system: LexicalBackend(suite.assets.catalog)  # noqa: E731
+    first = suite_runs(suites, ("routebr",), lexical, tmp_path, "lexical")
+    assert first.stale_notes == ()
+    manifest_path = tmp_path / "runs" / "lexical_en_routebr" / "run_manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest["hashes"]["controller"] = "0" * 64  # what an older kit recorded
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+    old = manifest_path.read_bytes()
+    again = suite_runs(suites, ("routebr",), lexical, tmp_path, "lexical")
+    assert len(again.stale_notes) == 1 and "hashes.controller" in again.stale_notes[0]
+    assert manifest_path.read_bytes() == old
+    decided = lambda rows: [(r.case_id, r.pred_action, r.pred_object_id, r.pred_final_path) for r in rows]  # noqa: E731
+    assert decided(again.runs[0][1]["routebr"]) == decided(first.runs[0][1]["routebr"])  # latency is measured anew
+
 def test_cli_generate_attacks(published, tmp_path):
     done = subprocess.run([sys.executable, "-m", "routebr_kit", "generate-attacks", "--cases", str(published),
                            "--seed", "0", "--lang", "zh", "--out", str(tmp_path), "--per-family", "3"],

@@ -376,9 +376,8 @@ def _kit_runs(seed: int, language: str, profile: str, runs: Path) -> ReviewSourc
         backend = make_backend(profile, cases=cases, catalog=assets.catalog, seed=seed)
         result = run_cases([c for c in cases if c.split.value == split], backend, system=system, assets=assets,
                            out_dir=folder, resume=True, progress=False, cases_path=cases_path, keep_stale=True)
-        if result.stale is not None:  # a run of an older kit stays as it was; this review uses a fresh one
-            print(f"{result.stale.kept} was made under other inputs ({', '.join(result.stale.changed)}); kept, and "
-                  f"this review ran into {result.out_dir}")
+        if result.stale_note:  # a run of an older kit stays as it was; this review uses a fresh one beside it
+            print(result.stale_note)
         folders.append(result.out_dir)
     ledgers = load_many(folders, cases=cases_path, assets=assets)
     label = f"kit benchmark {language}-{seed}, simulated backend {profile} (a simulation, not model evidence)"

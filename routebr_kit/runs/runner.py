@@ -336,7 +336,8 @@ async def _run(cases: Sequence[Case], one: Callable[[Case], Awaitable[tuple[dict
                             file=str(ledger.dir))
         changed = _changed_inputs(ledger, manifest) if ledger.manifest_path.exists() else ()
         if changed and keep_stale:
-            beside = ledger.dir.with_name(f"{ledger.dir.name}@{sha256_json(_resume_view(manifest))[:12]}")
+            key = sha256_json({k: manifest.get(k) for k in RESUME_KEYS})[:12]  # the inputs this run is resumable on
+            beside = ledger.dir.with_name(f"{ledger.dir.name}@{key}")
             result = await _run(cases, one, out_dir=beside, manifest=manifest, concurrency=concurrency, resume=True,
                                 progress=progress, system=system)
             return dataclasses.replace(result, stale=StaleRun(ledger.dir, changed))
@@ -448,10 +449,6 @@ def _manifest(system: System, repeat_id: str, cases: Sequence[Case], assets: Ass
         "gold_fields_passed_to_model": None,  # computed from the recorded request bodies when the run completes
         "case_ids": [c.case_id for c in cases],
     }
-
-
-def _resume_view(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: manifest.get(key) for key in RESUME_KEYS}
 
 
 def _changed_inputs(ledger: RunLedger, manifest: Mapping[str, Any]) -> tuple[str, ...]:
